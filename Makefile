@@ -1,0 +1,58 @@
+# The two commands the README promises: `make preview` and `make test`.
+# Everything else is a building block of those or a maintainer's convenience.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+STACK       ?= dev
+CRD_SCHEMAS ?= ../shared/crd-schemas
+STAMP       := $(VENV)/.installed-stamp
+PY_DIRS     := __main__.py infra components tools policies tests bench examples
+
+.PHONY: install preview preview-all test lint typecheck pytest schema docs bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml policies/requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -r policies/requirements.txt
+	@touch $(STAMP)
+
+## Offline preview of one stack: make preview STACK=prod [CRD_SCHEMAS=folder-or-url-template]
+preview: install
+	$(BIN)/python -m tools.preview --stack $(STACK) --crd-schemas '$(CRD_SCHEMAS)'
+
+## Offline preview of every Pulumi.<stack>.yaml in the project root.
+preview-all: install
+	@set -e; for file in Pulumi.*.yaml; do \
+		stack=$${file#Pulumi.}; stack=$${stack%.yaml}; \
+		echo "== $$stack"; \
+		$(BIN)/python -m tools.preview --stack $$stack --crd-schemas '$(CRD_SCHEMAS)'; \
+	done
+
+## Lint, type-check and the whole test suite.
+test: install lint typecheck pytest
+
+lint: install
+	$(BIN)/ruff check $(wildcard $(PY_DIRS))
+	$(BIN)/ruff format --check $(wildcard $(PY_DIRS))
+
+typecheck: install
+	$(BIN)/mypy $(wildcard $(PY_DIRS))
+
+pytest: install
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m pytest
+
+## Regenerate checked-in generated files (tests fail while they are stale).
+schema: install
+	$(BIN)/python -m tools.gen_config_schema
+
+docs: install
+	$(BIN)/python tools/gen_policy_docs.py
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf build .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""Reusable ComponentResources of the platform; usable from any Pulumi program."""

@@ -1,0 +1,103 @@
+"""Every label key, taint key, well-known name and pinned chart version, defined once.
+
+Components, the stack composition, the policy pack and the tests import these; nobody retypes
+them. Changing one is a contract change: see docs/upgrading.md.
+"""
+
+from typing import Final
+
+PROJECT: Final = "ai-platform"
+"""Pulumi project name and the namespace of every stack config key (``ai-platform:<key>``)."""
+
+# --- Labels of our own -------------------------------------------------------------------------
+LABEL_PREFIX: Final = "aiplatform.io"
+TEAM_LABEL: Final = f"{LABEL_PREFIX}/team"
+"""Carried by every team-owned object and pod; the unit of quota, showback and isolation."""
+WORKLOAD_TYPE_LABEL: Final = f"{LABEL_PREFIX}/workload-type"
+"""``training``, ``evaluation`` or ``inference``: policies and dashboards key on it."""
+WORKLOAD_TYPE_TRAINING: Final = "training"
+WORKLOAD_TYPE_EVALUATION: Final = "evaluation"
+WORKLOAD_TYPE_INFERENCE: Final = "inference"
+NODE_POOL_LABEL: Final = f"{LABEL_PREFIX}/node-pool"
+"""Set on every GPU node of a pool; the node selector of the pool's scheduling contract."""
+TEAM_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/team-purpose"
+VOLUME_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/volume-purpose"
+"""``datasets``, ``checkpoints``, ``models`` or ``general`` on PVCs and storage classes."""
+SYSTEM_NAMESPACE_LABEL: Final = f"{LABEL_PREFIX}/system"
+"""Marks platform namespaces (GPU operator, Kueue, monitoring) that are not team namespaces."""
+
+# --- Kubernetes recommended labels ------------------------------------------------------------
+APP_NAME_LABEL: Final = "app.kubernetes.io/name"
+APP_INSTANCE_LABEL: Final = "app.kubernetes.io/instance"
+APP_COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+APP_PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
+APP_MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "pulumi"
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace; what namespaceSelectors match on."""
+
+# --- Pod Security Admission ----------------------------------------------------------------------
+PSA_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
+PSA_AUDIT_LABEL: Final = "pod-security.kubernetes.io/audit"
+PSA_WARN_LABEL: Final = "pod-security.kubernetes.io/warn"
+PSA_ENFORCE_VERSION_LABEL: Final = "pod-security.kubernetes.io/enforce-version"
+PSA_RESTRICTED: Final = "restricted"
+PSA_BASELINE: Final = "baseline"
+PSA_PRIVILEGED: Final = "privileged"
+
+# --- GPUs ------------------------------------------------------------------------------------------
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+"""Extended resource the NVIDIA device plugin advertises (whole GPUs and time-sliced replicas)."""
+MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
+"""MIG slices are advertised as ``nvidia.com/mig-<profile>`` under the ``mixed`` strategy."""
+GPU_QUOTA_KEY: Final = f"requests.{GPU_RESOURCE}"
+GPU_TAINT_KEY: Final = "nvidia.com/gpu"
+GPU_TAINT_VALUE: Final = "present"
+GPU_TAINT_EFFECT: Final = "NoSchedule"
+GPU_PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
+GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
+DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+"""Per-node selection of a device-plugin config entry (time-slicing, MIG)."""
+MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+
+# --- Kueue ------------------------------------------------------------------------------------------
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+
+# --- Pulumi Kubernetes provider annotations ----------------------------------------------------------
+SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
+"""The provider waits for Jobs to finish and PVCs to bind unless this is "true"."""
+
+# --- Platform system namespaces (the documented exceptions to restricted Pod Security) ------------
+GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
+KUEUE_NAMESPACE: Final = "kueue-system"
+MONITORING_NAMESPACE: Final = "monitoring"
+LOGGING_NAMESPACE: Final = "logging"
+KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
+PRIVILEGED_SYSTEM_NAMESPACES: Final = (GPU_OPERATOR_NAMESPACE, MONITORING_NAMESPACE, LOGGING_NAMESPACE)
+"""System namespaces whose agents need host access (drivers, node exporters, log shippers)."""
+
+# --- DNS ------------------------------------------------------------------------------------------------
+KUBE_DNS_LABEL: Final = "k8s-app"
+KUBE_DNS_LABEL_VALUE: Final = "kube-dns"
+DNS_PORT: Final = 53
+
+# --- Names of the objects every team namespace gets ----------------------------------------------
+TEAM_WORKLOAD_SERVICE_ACCOUNT: Final = "workload"
+"""Service account team workloads run as; its token is not mounted unless a pod asks."""
+TEAM_ENV_CONFIGMAP: Final = "team-env"
+TEAM_QUOTA_NAME: Final = "team-quota"
+TEAM_LIMIT_RANGE_NAME: Final = "container-defaults"
+TEAM_ADMIN_ROLE: Final = "team-admin"
+TEAM_VIEWER_ROLE: Final = "team-viewer"
+DEFAULT_DENY_POLICY_NAME: Final = "default-deny-all"
+ALLOW_DNS_POLICY_NAME: Final = "allow-dns-egress"
+TRAINING_ENV_VAR: Final = "TRAINING_ENV"
+
+# --- Seed defaults ------------------------------------------------------------------------------------
+DEFAULT_CONTAINER_REQUESTS: Final = {"cpu": "2", "memory": "8Gi"}
+"""LimitRange default requests for containers that state none (our seed values)."""
+DEFAULT_CONTAINER_LIMITS: Final = {"cpu": "4", "memory": "16Gi"}
+"""LimitRange default limits for containers that state none (our seed values)."""

@@ -1,0 +1,52 @@
+"""PriorityClasses: the scheduling priorities of the platform, one object per class."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .labels import platform_labels
+
+
+@dataclass(frozen=True)
+class PriorityClassSpec:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+    """``Never``: the class waits for capacity instead of evicting running pods."""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class PriorityClassesArgs:
+    classes: Sequence[PriorityClassSpec]
+    """Exactly one should be ``global_default``; the stack config checks it."""
+
+
+class PriorityClasses(pulumi.ComponentResource):
+    """Cluster-wide PriorityClasses; outputs their names and the default one."""
+
+    names: list[str]
+    default_name: str | None
+
+    def __init__(
+        self, name: str, args: PriorityClassesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:scheduling:PriorityClasses", name, None, opts)
+        for spec in args.classes:
+            k8s.scheduling.v1.PriorityClass(
+                f"{name}-{spec.name}",
+                metadata={"name": spec.name, "labels": platform_labels()},
+                value=spec.value,
+                global_default=spec.global_default,
+                preemption_policy=spec.preemption_policy,
+                description=spec.description,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.names = [spec.name for spec in args.classes]
+        self.default_name = next((s.name for s in args.classes if s.global_default), None)
+        self.register_outputs({"names": self.names, "default": self.default_name})

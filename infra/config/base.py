@@ -1,0 +1,73 @@
+"""The base of every stack config model: camelCase keys, unknown keys rejected, immutable."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class ConfigModel(BaseModel):
+    """Stack config is read from YAML written by people: be strict and speak camelCase."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        frozen=True,
+        use_attribute_docstrings=True,
+        str_strip_whitespace=False,
+    )
+
+
+def _dns1123_label(value: str) -> str:
+    if len(value) > 63 or not _DNS1123_LABEL.match(value):
+        raise ValueError(
+            "must be a DNS-1123 label (lower-case letters, digits and '-', starting and ending "
+            f"with a letter or digit, at most 63 characters), got {value!r}"
+        )
+    return value
+
+
+def _dns1123_subdomain(value: str) -> str:
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
+        raise ValueError(
+            "must be a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most "
+            f"253 characters), got {value!r}"
+        )
+    return value
+
+
+def validate_label_key(key: str) -> str:
+    """Check a Kubernetes label or annotation key: optional DNS prefix, '/', a name."""
+    prefix, _, name = key.rpartition("/")
+    if prefix:
+        _dns1123_subdomain(prefix)
+    if len(name) > 63 or not _LABEL_NAME.match(name):
+        raise ValueError(f"must be a valid Kubernetes label key, got {key!r}")
+    return key
+
+
+def _label_map(value: dict[str, str]) -> dict[str, str]:
+    for key, item in value.items():
+        validate_label_key(key)
+        if len(item) > 63 or not _LABEL_VALUE.match(item):
+            raise ValueError(f"label {key!r} has an invalid value {item!r}")
+    return value
+
+
+DnsLabel = Annotated[str, AfterValidator(_dns1123_label)]
+"""A name Kubernetes accepts for namespaces, services and most objects (DNS-1123 label)."""
+DnsSubdomain = Annotated[str, AfterValidator(_dns1123_subdomain)]
+"""A name Kubernetes accepts for cluster-scoped objects such as StorageClasses."""
+LabelMap = Annotated[dict[str, str], AfterValidator(_label_map)]
+"""Kubernetes labels: valid keys and values."""

@@ -1,0 +1,29 @@
+"""The whole stack config: one key per domain under the ``ai-platform:`` namespace."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import ConfigModel
+from .cluster import ClusterConfig
+from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
+from .storage import StorageConfig
+from .teams import TeamConfig
+
+
+class PlatformConfig(ConfigModel):
+    """Everything ``Pulumi.<stack>.yaml`` says under ``ai-platform:``.
+
+    Each field is one stack config key: ``ai-platform:cluster``, ``ai-platform:teams``, ...
+    """
+
+    cluster: ClusterConfig
+    """Target cluster and environment. Required."""
+    teams: list[TeamConfig] = Field(min_length=1)
+    """The tenants. At least one."""
+    priority_classes: list[PriorityClassConfig] = Field(
+        default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES), min_length=1
+    )
+    """Priority classes. Default: critical, high, normal (global default), batch-low."""
+    storage: StorageConfig
+    """Storage classes. Required."""

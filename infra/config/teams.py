@@ -1,0 +1,106 @@
+"""``ai-platform:teams``: the tenants of the platform, one namespace each."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from .base import ConfigModel, DnsLabel, LabelMap
+from .quantity import Quantity
+
+TeamPurpose = Literal["training", "serving", "platform"]
+AccessMode = Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"]
+VolumePurpose = Literal["datasets", "checkpoints", "models", "general"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _env_names(value: dict[str, str]) -> dict[str, str]:
+    for key in value:
+        if not _ENV_NAME.match(key):
+            raise ValueError(f"environment variable names must match [A-Za-z_][A-Za-z0-9_]*, got {key!r}")
+    return value
+
+
+EnvMap = Annotated[dict[str, str], AfterValidator(_env_names)]
+
+
+class TeamQuota(ConfigModel):
+    """The team's share of the cluster, enforced by a ResourceQuota in its namespace."""
+
+    cpu: Quantity
+    """Sum of CPU requests (``requests.cpu``)."""
+    memory: Quantity
+    """Sum of memory requests and of memory limits (``requests.memory``, ``limits.memory``)."""
+    gpus: int = Field(ge=0)
+    """Sum of GPU requests (``requests.nvidia.com/gpu``). 0 keeps the team off GPUs."""
+    storage: Quantity = "1Ti"
+    """Sum of PVC sizes (``requests.storage``)."""
+    persistent_volume_claims: int = Field(default=20, ge=0)
+    """Number of PVCs."""
+    pods: int = Field(default=200, ge=0)
+    """Number of non-terminal pods."""
+
+
+class ComputeAmounts(ConfigModel):
+    """A cpu/memory pair."""
+
+    cpu: Quantity
+    memory: Quantity
+
+
+class ContainerDefaults(ConfigModel):
+    """LimitRange defaults for containers that state no resources (seed values)."""
+
+    requests: ComputeAmounts = ComputeAmounts.model_validate({"cpu": "2", "memory": "8Gi"})
+    """Default requests: 2 CPU / 8Gi."""
+    limits: ComputeAmounts = ComputeAmounts.model_validate({"cpu": "4", "memory": "16Gi"})
+    """Default limits: 4 CPU / 16Gi. Must be >= the default requests."""
+
+
+class TeamVolume(ConfigModel):
+    """A PersistentVolumeClaim the team's workloads share (datasets, checkpoints, models)."""
+
+    name: DnsLabel
+    """Claim name, unique within the team."""
+    purpose: VolumePurpose
+    """``datasets`` (read by many), ``checkpoints`` (written by a job), ``models`` or ``general``."""
+    storage_class: str
+    """A class from ``ai-platform:storage.classes``."""
+    size: Quantity
+    """Requested size, e.g. ``2Ti``."""
+    access_modes: list[AccessMode] = Field(default=["ReadWriteOnce"], min_length=1)
+    """Datasets shared by many pods want ``ReadWriteMany`` or ``ReadOnlyMany``."""
+
+
+class TeamConfig(ConfigModel):
+    """One team: its namespace, quota, defaults, access and shared volumes."""
+
+    name: DnsLabel
+    """Team name; unique; the value of the ``aiplatform.io/team`` label."""
+    namespace: DnsLabel | None = None
+    """Namespace name. Default: the team name."""
+    purpose: TeamPurpose
+    """``training``, ``serving`` or ``platform``: labels the namespace, picks dashboards."""
+    description: str = ""
+    admin_groups: list[str] = []
+    """Identity-provider groups bound to the team's admin Role (full control in the namespace)."""
+    viewer_groups: list[str] = []
+    """Groups bound to the team's read-only Role."""
+    quota: TeamQuota
+    container_defaults: ContainerDefaults = ContainerDefaults()
+    """LimitRange defaults; override per team."""
+    priority_classes: list[str] | None = None
+    """Priority classes the team may use. Default: all of ``ai-platform:priorityClasses``."""
+    env: EnvMap = {}
+    """Environment for the team's workloads (a ConfigMap). ``TRAINING_ENV`` is set by the platform."""
+    labels: LabelMap = {}
+    """Extra labels for the namespace (cost centre, owner)."""
+    volumes: list[TeamVolume] = []
+    """Shared PVCs created in the namespace. Protected in prod."""
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name

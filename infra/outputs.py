@@ -1,0 +1,70 @@
+"""The stack outputs: a contract other teams read with a ``StackReference``.
+
+Every field here is documented in docs/outputs.md; a test fails when they disagree. Renaming or
+removing a field is a breaking change: bump ``OUTPUTS_VERSION`` and add an upgrade note.
+"""
+
+from __future__ import annotations
+
+import pulumi
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+OUTPUTS_VERSION = 1
+"""Major version of the outputs contract; consumers should check it."""
+
+
+class OutputModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        serialize_by_alias=True,
+        validate_by_name=True,
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+    )
+
+
+class TeamOutputs(OutputModel):
+    """Where a team's workloads go and what they run as."""
+
+    namespace: str
+    """The team's namespace."""
+    service_account: str
+    """Service account for the team's workloads (token not automounted)."""
+    env_config_map: str
+    """ConfigMap with the team's environment (``envFrom`` it)."""
+    volumes: dict[str, str]
+    """Shared PVCs by purpose-qualified name: claim name → purpose."""
+
+
+class ClassSetOutputs(OutputModel):
+    """A set of named cluster classes with one default."""
+
+    names: list[str]
+    """All class names."""
+    default: str
+    """The class used when none is named."""
+
+
+class StackOutputs(OutputModel):
+    """Everything the stack exports. Top-level fields are the stack output names."""
+
+    outputs_version: int = OUTPUTS_VERSION
+    """Major version of this contract."""
+    cluster_name: str
+    """``ai-platform:cluster.name``."""
+    environment: str
+    """``dev``, ``staging`` or ``prod``."""
+    teams: dict[str, TeamOutputs]
+    """Per team name."""
+    priority_classes: ClassSetOutputs
+    """Priority class names and the global default."""
+    storage_classes: ClassSetOutputs
+    """Storage class names and the default."""
+
+
+def export_outputs(outputs: StackOutputs) -> None:
+    """One stack output per top-level field, JSON-shaped, camelCase keys."""
+    for key, value in outputs.model_dump(mode="json").items():
+        pulumi.export(key, value)

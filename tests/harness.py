@@ -1,0 +1,45 @@
+"""The mocks harness: run the whole program fresh, with a given stack config, and capture it.
+
+    run = run_stack("prod")                       # the checked-in Pulumi.prod.yaml
+    run = run_stack(config_dict, stack="prod")    # ai-platform keys, prefix stripped
+    run.find("ResourceQuota", "team-quota", "research").inputs["spec"]["hard"]
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from components.constants import PROJECT
+from infra.config import StackFile
+from tools.mockrun import MockRun, run_under_mocks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """The ``ai-platform:`` keys of ``Pulumi.<stack>.yaml``, prefix stripped, safe to mutate."""
+    values = StackFile(ROOT / f"Pulumi.{stack}.yaml").values
+    prefix = f"{PROJECT}:"
+    return copy.deepcopy({k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)})
+
+
+def engine_config(config: dict[str, Any]) -> dict[str, str]:
+    """``{"teams": [...]}`` → ``{"ai-platform:teams": "<json>"}``, as the engine passes it."""
+    return {f"{PROJECT}:{key}": json.dumps(value) for key, value in config.items()}
+
+
+def run_stack(config: str | dict[str, Any], stack: str = "dev") -> MockRun[Any]:
+    """Run ``infra.program.run`` under mocks: real entry point, fresh modules, fresh loop."""
+    if isinstance(config, str):
+        stack = config
+        config = stack_config(config)
+
+    def program() -> Any:
+        from infra.program import run
+
+        return run()
+
+    return run_under_mocks(program, stack=stack, config=engine_config(config))

@@ -1,0 +1,52 @@
+"""The outputs contract: what the program returns is what docs/outputs.md documents."""
+
+from __future__ import annotations
+
+import re
+
+from infra.outputs import OUTPUTS_VERSION, StackOutputs
+from tests.harness import ROOT
+
+DOC = ROOT / "docs" / "outputs.md"
+
+
+def _contract_paths(model: type, prefix: str = "") -> set[str]:
+    paths = set()
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        paths.add(key)
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))[-1]
+        if isinstance(inner, type) and hasattr(inner, "model_fields"):
+            sub = f"{key}.<name>." if annotation is not inner else f"{key}."
+            paths |= _contract_paths(inner, sub)
+    return paths
+
+
+def _documented_paths() -> set[str]:
+    return set(re.findall(r"^\| `([^`]+)` \|", DOC.read_text(), flags=re.MULTILINE))
+
+
+def test_every_output_is_documented_and_nothing_else():
+    assert _documented_paths() == _contract_paths(StackOutputs)
+
+
+def test_prod_outputs_match_the_stack(prod_run):
+    outputs = prod_run.value.model_dump(mode="json")
+    assert outputs["outputsVersion"] == OUTPUTS_VERSION
+    assert outputs["teams"]["research"] == {
+        "namespace": "research",
+        "serviceAccount": "workload",
+        "envConfigMap": "team-env",
+        "volumes": {"datasets": "datasets", "checkpoints": "checkpoints"},
+    }
+    assert outputs["priorityClasses"] == {
+        "names": ["critical", "high", "normal", "batch-low"],
+        "default": "normal",
+    }
+    assert outputs["storageClasses"] == {
+        "names": ["checkpoints-gp3", "datasets-efs"],
+        "default": "checkpoints-gp3",
+    }
+    # Exported keys are exactly the documented top-level outputs.
+    assert set(outputs) == {p for p in _documented_paths() if "." not in p}

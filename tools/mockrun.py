@@ -1,0 +1,230 @@
+"""Run the real Pulumi program under Pulumi's mock runtime and capture every resource.
+
+Shared by the offline preview and the tests. Each run gets a fresh event loop, fresh runtime
+settings and a fresh import of our own packages, so no state leaks between runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import resource_pb2
+
+from components.constants import PROJECT
+
+T = TypeVar("T")
+
+SECRET_MARK = "[secret]"
+"""What a secret value becomes in captured inputs: secrets never reach manifests or reports."""
+UNKNOWN_MARK = "[unknown]"
+OUR_PACKAGES = ("infra", "components")
+"""Our import roots: purged before each run so module state cannot leak between runs."""
+
+
+@dataclass
+class CapturedResource:
+    """One registered resource with its inputs and the options the engine would see."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    secret_paths: list[str] = field(default_factory=list)
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        return (
+            self.custom
+            and self.type.startswith("kubernetes:")
+            and "kind" in self.inputs
+            and "apiVersion" in self.inputs
+        )
+
+    @property
+    def kind(self) -> str:
+        return str(self.inputs.get("kind", ""))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = self.inputs.get("metadata")
+        return meta if isinstance(meta, dict) else {}
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON form documented in docs/resource-records.md."""
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "custom": self.custom,
+            "parent": self.parent,
+            "inputs": self.inputs,
+            "options": self.options,
+            "propertyDependencies": self.property_dependencies,
+        }
+
+
+def _redact(value: Any, path: str, secret_paths: list[str]) -> Any:
+    if rpc.is_rpc_secret(value):
+        secret_paths.append(path)
+        return SECRET_MARK
+    if value is rpc.UNKNOWN or value == rpc.UNKNOWN:
+        return UNKNOWN_MARK
+    if isinstance(value, dict):
+        if rpc._special_sig_key in value:  # resource references and other special values
+            return {k: v for k, v in value.items() if k != rpc._special_sig_key}
+        return {k: _redact(v, f"{path}.{k}" if path else k, secret_paths) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, f"{path}[{i}]", secret_paths) for i, v in enumerate(value)]
+    return value
+
+
+class CapturingMonitor(MockMonitor):
+    """A mock monitor that also records resource options, which ``MockResourceArgs`` lacks."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.captured: list[CapturedResource] = []
+
+    def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:  # noqa: N802
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        secret_paths: list[str] = []
+        raw = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        inputs = _redact(raw, "", secret_paths)
+        self.captured.append(
+            CapturedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent,
+                inputs=inputs,
+                options={
+                    "protect": bool(request.protect),
+                    "retainOnDelete": bool(request.retainOnDelete),
+                    "dependsOn": list(request.dependencies),
+                    "provider": request.provider,
+                    "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+                    "ignoreChanges": list(request.ignoreChanges),
+                    "replaceOnChanges": list(request.replaceOnChanges),
+                    "additionalSecretOutputs": list(request.additionalSecretOutputs),
+                    "customTimeouts": {
+                        "create": request.customTimeouts.create,
+                        "update": request.customTimeouts.update,
+                        "delete": request.customTimeouts.delete,
+                    }
+                    if request.HasField("customTimeouts")
+                    else None,
+                },
+                property_dependencies={
+                    key: list(deps.urns) for key, deps in request.propertyDependencies.items()
+                },
+                secret_paths=secret_paths,
+            )
+        )
+        return response
+
+
+class PlatformMocks(Mocks):
+    """Echo inputs back as state, as a provider's Create would for declarative resources."""
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            state.setdefault("outputs", {})
+        meta = state.get("metadata")
+        if isinstance(meta, dict) and meta.get("name"):
+            namespace = meta.get("namespace")
+            resource_id = f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+        else:
+            resource_id = f"{args.name}-id"
+        return resource_id, state
+
+    def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@dataclass
+class MockRun(Generic[T]):
+    """What a program run under mocks produced."""
+
+    resources: list[CapturedResource]
+    value: T
+
+    def by_type(self, type_token: str) -> list[CapturedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def kubernetes_objects(self) -> list[CapturedResource]:
+        return [r for r in self.resources if r.is_kubernetes_object]
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> CapturedResource:
+        """The Kubernetes object of that kind and name; fails loudly when absent or ambiguous."""
+        matches = [
+            r
+            for r in self.kubernetes_objects()
+            if r.kind == kind
+            and r.metadata.get("name") == name
+            and (namespace is None or r.metadata.get("namespace") == namespace)
+        ]
+        if len(matches) != 1:
+            raise LookupError(f"expected one {kind} {namespace or '*'}/{name}, found {len(matches)}")
+        return matches[0]
+
+
+def _purge_our_modules() -> None:
+    for module in list(sys.modules):
+        if module.split(".")[0] in OUR_PACKAGES:
+            del sys.modules[module]
+
+
+def run_under_mocks(
+    program: Callable[[], T],
+    *,
+    stack: str,
+    config: Mapping[str, str],
+    secret_keys: list[str] | None = None,
+    project: str = PROJECT,
+    fresh_modules: bool = True,
+) -> MockRun[T]:
+    """Run ``program`` (which imports what it needs) as ``pulumi up`` would, with mocks.
+
+    ``preview=False`` so every ``apply`` runs: a preview leaves values unknown and lets
+    assertions pass vacuously.
+    """
+    if fresh_modules:
+        _purge_our_modules()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    mocks = PlatformMocks()
+    monitor = CapturingMonitor(mocks)
+    try:
+        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_all_config(dict(config), secret_keys or [])
+        box: list[T] = []
+
+        def run() -> None:
+            box.append(program())
+
+        from pulumi.runtime.stack import run_pulumi_func
+
+        loop.run_until_complete(run_pulumi_func(run))
+        return MockRun(resources=list(monitor.captured), value=box[0])
+    finally:
+        pulumi.runtime.settings.reset_options()
+        # The mock monitor runs in the loop's executor threads, each with its own event loop:
+        # join them now so those loops are collected here, not noisily at interpreter exit.
+        loop.run_until_complete(loop.shutdown_default_executor())
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -1,0 +1,204 @@
+"""Offline preview: the real program under Pulumi's mock runtime, rendered and checked.
+
+    python -m tools.preview --stack dev
+
+Exit codes: 0 everything valid; 1 validation or mandatory policy failures; 2 config errors
+(a stack file that is not valid YAML included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from infra.config import ConfigError, StackFile
+
+from .mockrun import CapturedResource, MockRun, run_under_mocks
+from .render import write_manifests
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CRD_SCHEMAS = PROJECT_ROOT.parent / "shared" / "crd-schemas"
+EXIT_OK, EXIT_INVALID, EXIT_CONFIG = 0, 1, 2
+T = TypeVar("T")
+
+
+@dataclass
+class Progress:
+    """One line per step on stderr, with its duration: the user sees where time goes."""
+
+    total: int
+    quiet: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+    _step: int = 0
+
+    @contextmanager
+    def step(self, key: str, label: str) -> Iterator[None]:
+        self._step += 1
+        if not self.quiet:
+            print(f"[{self._step}/{self.total}] {label} ...", end="", flush=True, file=sys.stderr)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - start
+            self.timings[key] = round(elapsed, 4)
+            if not self.quiet:
+                print(f" {elapsed:.2f}s", file=sys.stderr, flush=True)
+
+
+def run_stack_program(stack_file: StackFile, stack: str) -> MockRun[Any]:
+    """The same entry point ``pulumi up`` runs, with the stack file's config."""
+
+    def program() -> Any:
+        from infra.program import run
+
+        return run()
+
+    return run_under_mocks(
+        program,
+        stack=stack,
+        config=stack_file.engine_config(),
+        secret_keys=stack_file.secret_keys,
+    )
+
+
+def explicit_provider_problems(resources: list[CapturedResource]) -> list[str]:
+    """Kubernetes resources must go through our provider: default providers are disabled."""
+    problems = []
+    for resource in resources:
+        if resource.custom and resource.type.startswith("kubernetes:"):
+            provider = resource.options.get("provider", "")
+            if not provider or "::default" in provider:
+                problems.append(f"{resource.urn}: uses the default Kubernetes provider")
+    return problems
+
+
+def _timed(progress: Progress, key: str, label: str, fn: Callable[[], T]) -> T:
+    with progress.step(key, label):
+        return fn()
+
+
+def preview(args: argparse.Namespace) -> int:
+    stack: str = args.stack
+    root = Path(args.project_root)
+    out = Path(args.out) / stack
+    stack_path = root / f"Pulumi.{stack}.yaml"
+    progress = Progress(total=5 if args.policies else 4, quiet=args.quiet)
+
+    try:
+        stack_file = _timed(progress, "config", f"config {stack_path.name}", lambda: StackFile(stack_path))
+        config = stack_file.platform_config()
+    except ConfigError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_CONFIG
+
+    run = _timed(progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack))
+    files = _timed(
+        progress, "render", "render manifests", lambda: write_manifests(run.resources, out / "manifests")
+    )
+
+    from .schema_validation import validate_all
+
+    objects = run.kubernetes_objects()
+    schema = _timed(
+        progress,
+        "schema",
+        f"schema validation (Kubernetes {config.cluster.kubernetes_version})",
+        lambda: validate_all(
+            [r.inputs for r in objects], config.cluster.kubernetes_version, args.crd_schemas
+        ),
+    )
+    schema_results = schema.to_dict()
+
+    policy_report: dict[str, Any] | None = None
+    mandatory = 0
+    if args.policies:
+        from .policy_step import run_policies
+
+        policy_result = _timed(
+            progress,
+            "policy",
+            "policy pack over the analyzer protocol",
+            lambda: run_policies(run.resources, stack=stack, project_root=root),
+        )
+        policy_report = policy_result.to_dict()
+        mandatory = policy_result.mandatory_count
+
+    provider_problems = explicit_provider_problems(run.resources)
+    report = {
+        "stack": stack,
+        "stackFile": stack_path.name,
+        "kubernetesVersion": config.cluster.kubernetes_version,
+        "crdSchemas": str(args.crd_schemas),
+        "resources": [
+            {**r.to_record(), "manifest": files.get(r.urn)} for r in run.resources
+        ],
+        "outputs": run.value.model_dump(mode="json") if hasattr(run.value, "model_dump") else None,
+        "schema": schema_results,
+        "providerProblems": provider_problems,
+        "policy": policy_report,
+        "timings": progress.timings,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=False), encoding="utf-8")
+
+    print(summary(run, schema, provider_problems, policy_report, out))
+    failed = schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
+    return EXIT_INVALID if failed else EXIT_OK
+
+
+def summary(
+    run: MockRun[Any],
+    schema: Any,
+    provider_problems: list[str],
+    policy_report: dict[str, Any] | None,
+    out: Path,
+) -> str:
+    """A readable summary; report.json has the details."""
+    lines = [f"{len(run.resources)} resources, {len(run.kubernetes_objects())} Kubernetes objects"]
+    counts = Counter(r.type for r in run.resources)
+    width = max((len(t) for t in counts), default=0)
+    for type_token, count in sorted(counts.items()):
+        lines.append(f"  {type_token:<{width}}  {count:>4}")
+    lines.append(schema.summary_text())
+    lines.extend(f"  provider: {problem}" for problem in provider_problems)
+    if policy_report is not None:
+        lines.append(policy_report["summaryText"])
+    lines.append(f"manifests and report.json in {out}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    parser.add_argument("--project-root", default=str(PROJECT_ROOT))
+    parser.add_argument("--out", default=str(PROJECT_ROOT / "build"), help="output folder (default: build/)")
+    parser.add_argument(
+        "--crd-schemas",
+        default=os.environ.get("AIPLATFORM_CRD_SCHEMAS", str(DEFAULT_CRD_SCHEMAS)),
+        help="CRD schemas: a folder or a URL template in kubeconform style "
+        "(default: $AIPLATFORM_CRD_SCHEMAS or ../shared/crd-schemas)",
+    )
+    parser.add_argument("--no-policies", dest="policies", action="store_false", help="skip the policy pack")
+    parser.add_argument(
+        "--allow-missing-schemas", action="store_true", help="do not fail on kinds without a schema"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return preview(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
