@@ -9,7 +9,7 @@ from typing import Final
 PROJECT: Final = "ai-platform"
 """Pulumi project name and the namespace of every stack config key (``ai-platform:<key>``)."""
 
-# --- Labels of our own -------------------------------------------------------------------------
+# --- Labels of our own ----------------------------------------------------------------------------
 LABEL_PREFIX: Final = "aiplatform.io"
 TEAM_LABEL: Final = f"{LABEL_PREFIX}/team"
 """Carried by every team-owned object and pod; the unit of quota, showback and isolation."""
@@ -26,7 +26,7 @@ VOLUME_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/volume-purpose"
 SYSTEM_NAMESPACE_LABEL: Final = f"{LABEL_PREFIX}/system"
 """Marks platform namespaces (GPU operator, Kueue, monitoring) that are not team namespaces."""
 
-# --- Kubernetes recommended labels ------------------------------------------------------------
+# --- Kubernetes recommended labels ----------------------------------------------------------------
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"
 APP_INSTANCE_LABEL: Final = "app.kubernetes.io/instance"
 APP_COMPONENT_LABEL: Final = "app.kubernetes.io/component"
@@ -36,7 +36,7 @@ MANAGED_BY: Final = "pulumi"
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; what namespaceSelectors match on."""
 
-# --- Pod Security Admission ----------------------------------------------------------------------
+# --- Pod Security Admission -----------------------------------------------------------------------
 PSA_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
 PSA_AUDIT_LABEL: Final = "pod-security.kubernetes.io/audit"
 PSA_WARN_LABEL: Final = "pod-security.kubernetes.io/warn"
@@ -45,7 +45,7 @@ PSA_RESTRICTED: Final = "restricted"
 PSA_BASELINE: Final = "baseline"
 PSA_PRIVILEGED: Final = "privileged"
 
-# --- GPUs ------------------------------------------------------------------------------------------
+# --- GPUs -----------------------------------------------------------------------------------------
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 """Extended resource the NVIDIA device plugin advertises (whole GPUs and time-sliced replicas)."""
 MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
@@ -61,12 +61,12 @@ DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 
-# --- Kueue ------------------------------------------------------------------------------------------
+# --- Kueue ----------------------------------------------------------------------------------------
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 
-# --- Pulumi Kubernetes provider annotations ----------------------------------------------------------
+# --- Pulumi Kubernetes provider annotations -------------------------------------------------------
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 """The provider waits for Jobs to finish and PVCs to bind unless this is "true"."""
 
@@ -76,15 +76,19 @@ KUEUE_NAMESPACE: Final = "kueue-system"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
-PRIVILEGED_SYSTEM_NAMESPACES: Final = (GPU_OPERATOR_NAMESPACE, MONITORING_NAMESPACE, LOGGING_NAMESPACE)
+PRIVILEGED_SYSTEM_NAMESPACES: Final = (
+    GPU_OPERATOR_NAMESPACE,
+    MONITORING_NAMESPACE,
+    LOGGING_NAMESPACE,
+)
 """System namespaces whose agents need host access (drivers, node exporters, log shippers)."""
 
-# --- DNS ------------------------------------------------------------------------------------------------
+# --- DNS ------------------------------------------------------------------------------------------
 KUBE_DNS_LABEL: Final = "k8s-app"
 KUBE_DNS_LABEL_VALUE: Final = "kube-dns"
 DNS_PORT: Final = 53
 
-# --- Names of the objects every team namespace gets ----------------------------------------------
+# --- Names of the objects every team namespace gets -----------------------------------------------
 TEAM_WORKLOAD_SERVICE_ACCOUNT: Final = "workload"
 """Service account team workloads run as; its token is not mounted unless a pod asks."""
 TEAM_ENV_CONFIGMAP: Final = "team-env"
@@ -96,7 +100,7 @@ DEFAULT_DENY_POLICY_NAME: Final = "default-deny-all"
 ALLOW_DNS_POLICY_NAME: Final = "allow-dns-egress"
 TRAINING_ENV_VAR: Final = "TRAINING_ENV"
 
-# --- Seed defaults ------------------------------------------------------------------------------------
+# --- Seed defaults --------------------------------------------------------------------------------
 DEFAULT_CONTAINER_REQUESTS: Final = {"cpu": "2", "memory": "8Gi"}
 """LimitRange default requests for containers that state none (our seed values)."""
 DEFAULT_CONTAINER_LIMITS: Final = {"cpu": "4", "memory": "16Gi"}

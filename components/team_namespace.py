@@ -38,8 +38,21 @@ from .labels import team_labels
 # What a team admin may manage. Quotas, limit ranges, network policies and RBAC are absent on
 # purpose: a tenant must not be able to lift its own limits or isolation.
 _ADMIN_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("",), ("pods", "pods/log", "pods/exec", "pods/portforward", "services", "configmaps",
-             "secrets", "persistentvolumeclaims", "serviceaccounts", "events")),
+    (
+        ("",),
+        (
+            "pods",
+            "pods/log",
+            "pods/exec",
+            "pods/portforward",
+            "services",
+            "configmaps",
+            "secrets",
+            "persistentvolumeclaims",
+            "serviceaccounts",
+            "events",
+        ),
+    ),
     (("apps",), ("deployments", "statefulsets", "replicasets", "daemonsets")),
     (("batch",), ("jobs", "cronjobs")),
     (("autoscaling",), ("horizontalpodautoscalers",)),
@@ -80,9 +93,13 @@ class TeamNamespaceArgs:
     quota: TeamQuotaSpec
     purpose: str = "training"
     """``training``, ``serving`` or ``platform``."""
-    default_requests: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CONTAINER_REQUESTS))
+    default_requests: Mapping[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_CONTAINER_REQUESTS)
+    )
     """LimitRange default requests: 2 CPU / 8Gi."""
-    default_limits: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CONTAINER_LIMITS))
+    default_limits: Mapping[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_CONTAINER_LIMITS)
+    )
     """LimitRange default limits: 4 CPU / 16Gi."""
     admin_groups: Sequence[str] = ()
     viewer_groups: Sequence[str] = ()
@@ -183,17 +200,25 @@ class TeamNamespace(pulumi.ComponentResource):
                         "verbs": list(_READ_ONLY),
                     }
                 )
-            role = k8s.rbac.v1.Role(f"{name}-{part}-role", metadata=meta(role_name), rules=rules, opts=inner)
+            role = k8s.rbac.v1.Role(
+                f"{name}-{part}-role", metadata=meta(role_name), rules=rules, opts=inner
+            )
             if groups:
                 k8s.rbac.v1.RoleBinding(
                     f"{name}-{part}-binding",
                     metadata=meta(role_name),
-                    role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+                    role_ref={
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Role",
+                        "name": role_name,
+                    },
                     subjects=[
                         {"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}
                         for group in groups
                     ],
-                    opts=pulumi.ResourceOptions.merge(inner, pulumi.ResourceOptions(depends_on=[role])),
+                    opts=pulumi.ResourceOptions.merge(
+                        inner, pulumi.ResourceOptions(depends_on=[role])
+                    ),
                 )
 
         k8s.core.v1.ServiceAccount(
@@ -242,7 +267,7 @@ class TeamNamespace(pulumi.ComponentResource):
             opts=inner,
         )
 
-        self.namespace = namespace.metadata.apply(lambda meta: meta.name)
+        self.namespace = namespace.metadata.apply(lambda meta: meta.name or ns)
         self.namespace_name = ns
         self.service_account_name = TEAM_WORKLOAD_SERVICE_ACCOUNT
         self.env_config_map_name = TEAM_ENV_CONFIGMAP

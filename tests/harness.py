@@ -1,8 +1,8 @@
 """The mocks harness: run the whole program fresh, with a given stack config, and capture it.
 
-    run = run_stack("prod")                       # the checked-in Pulumi.prod.yaml
-    run = run_stack(config_dict, stack="prod")    # ai-platform keys, prefix stripped
-    run.find("ResourceQuota", "team-quota", "research").inputs["spec"]["hard"]
+run = run_stack("prod")                       # the checked-in Pulumi.prod.yaml
+run = run_stack(config_dict, stack="prod")    # ai-platform keys, prefix stripped
+run.find("ResourceQuota", "team-quota", "research").inputs["spec"]["hard"]
 """
 
 from __future__ import annotations

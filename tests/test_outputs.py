@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import re
 
+from pydantic import BaseModel
+
 from infra.outputs import OUTPUTS_VERSION, StackOutputs
 from tests.harness import ROOT
 
 DOC = ROOT / "docs" / "outputs.md"
 
 
-def _contract_paths(model: type, prefix: str = "") -> set[str]:
+def _contract_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
     paths = set()
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
         paths.add(key)
         annotation = field.annotation
         inner = getattr(annotation, "__args__", (annotation,))[-1]
-        if isinstance(inner, type) and hasattr(inner, "model_fields"):
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
             sub = f"{key}.<name>." if annotation is not inner else f"{key}."
             paths |= _contract_paths(inner, sub)
     return paths

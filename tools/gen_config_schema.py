@@ -33,7 +33,7 @@ def build_schema() -> dict[str, Any]:
                 "type": "object",
                 "properties": keys,
                 "required": required,
-                # Unknown ai-platform: keys are errors; other namespaces (kubernetes:, pulumi:) pass.
+                # Unknown ai-platform: keys are errors; other namespaces (pulumi:, ...) pass.
                 "propertyNames": {
                     "anyOf": [{"enum": sorted(keys)}, {"not": {"pattern": f"^{PROJECT}:"}}]
                 },

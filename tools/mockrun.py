@@ -179,7 +179,9 @@ class MockRun(Generic[T]):
             and (namespace is None or r.metadata.get("namespace") == namespace)
         ]
         if len(matches) != 1:
-            raise LookupError(f"expected one {kind} {namespace or '*'}/{name}, found {len(matches)}")
+            raise LookupError(
+                f"expected one {kind} {namespace or '*'}/{name}, found {len(matches)}"
+            )
         return matches[0]
 
 
@@ -210,7 +212,9 @@ def run_under_mocks(
     mocks = PlatformMocks()
     monitor = CapturingMonitor(mocks)
     try:
-        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(
+            mocks, project=project, stack=stack, preview=False, monitor=monitor
+        )
         pulumi.runtime.set_all_config(dict(config), secret_keys or [])
         box: list[T] = []
 

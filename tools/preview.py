@@ -95,15 +95,22 @@ def preview(args: argparse.Namespace) -> int:
     progress = Progress(total=5 if args.policies else 4, quiet=args.quiet)
 
     try:
-        stack_file = _timed(progress, "config", f"config {stack_path.name}", lambda: StackFile(stack_path))
+        stack_file = _timed(
+            progress, "config", f"config {stack_path.name}", lambda: StackFile(stack_path)
+        )
         config = stack_file.platform_config()
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
         return EXIT_CONFIG
 
-    run = _timed(progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack))
+    run = _timed(
+        progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack)
+    )
     files = _timed(
-        progress, "render", "render manifests", lambda: write_manifests(run.resources, out / "manifests")
+        progress,
+        "render",
+        "render manifests",
+        lambda: write_manifests(run.resources, out / "manifests"),
     )
 
     from .schema_validation import validate_all
@@ -139,9 +146,7 @@ def preview(args: argparse.Namespace) -> int:
         "stackFile": stack_path.name,
         "kubernetesVersion": config.cluster.kubernetes_version,
         "crdSchemas": str(args.crd_schemas),
-        "resources": [
-            {**r.to_record(), "manifest": files.get(r.urn)} for r in run.resources
-        ],
+        "resources": [{**r.to_record(), "manifest": files.get(r.urn)} for r in run.resources],
         "outputs": run.value.model_dump(mode="json") if hasattr(run.value, "model_dump") else None,
         "schema": schema_results,
         "providerProblems": provider_problems,
@@ -149,10 +154,14 @@ def preview(args: argparse.Namespace) -> int:
         "timings": progress.timings,
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=False), encoding="utf-8")
+    (out / "report.json").write_text(
+        json.dumps(report, indent=2, sort_keys=False), encoding="utf-8"
+    )
 
     print(summary(run, schema, provider_problems, policy_report, out))
-    failed = schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
+    failed = (
+        schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
+    )
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -178,17 +187,25 @@ def summary(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.preview", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)"
+    )
     parser.add_argument("--project-root", default=str(PROJECT_ROOT))
-    parser.add_argument("--out", default=str(PROJECT_ROOT / "build"), help="output folder (default: build/)")
+    parser.add_argument(
+        "--out", default=str(PROJECT_ROOT / "build"), help="output folder (default: build/)"
+    )
     parser.add_argument(
         "--crd-schemas",
         default=os.environ.get("AIPLATFORM_CRD_SCHEMAS", str(DEFAULT_CRD_SCHEMAS)),
         help="CRD schemas: a folder or a URL template in kubeconform style "
         "(default: $AIPLATFORM_CRD_SCHEMAS or ../shared/crd-schemas)",
     )
-    parser.add_argument("--no-policies", dest="policies", action="store_false", help="skip the policy pack")
+    parser.add_argument(
+        "--no-policies", dest="policies", action="store_false", help="skip the policy pack"
+    )
     parser.add_argument(
         "--allow-missing-schemas", action="store_true", help="do not fail on kinds without a schema"
     )

@@ -20,13 +20,13 @@ class ClusterConfig(ConfigModel):
     environment: Environment
     """``dev``, ``staging`` or ``prod``. ``prod`` protects data and retains namespaces."""
     kubeconfig_context: str = Field(min_length=1)
-    """Context in the kubeconfig to deploy to. Required: no stack may silently use the current one."""
+    """Kubeconfig context to deploy to. Required: no stack may use the current one by accident."""
     kubeconfig: str | None = None
     """Path to a kubeconfig file; default: the provider's (``KUBECONFIG`` or ``~/.kube/config``)."""
     kubernetes_version: str = "1.33"
     """``major.minor`` of the cluster's API server; manifests are validated against its schema."""
     protect_data: bool | None = None
-    """Protect PVCs and retain namespaces/storage classes on delete. Default: ``environment == prod``."""
+    """Protect PVCs, retain namespaces and storage classes. Default: ``environment == prod``."""
 
     @field_validator("kubernetes_version")
     @classmethod

@@ -131,12 +131,9 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
     return f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {_show(value)}"
 
 
-def issues_from_validation_error(
-    exc: ValidationError, model: type[BaseModel]
-) -> list[ConfigIssue]:
+def issues_from_validation_error(exc: ValidationError, model: type[BaseModel]) -> list[ConfigIssue]:
     """Translate pydantic's errors into ours, with camelCase paths and plain messages."""
     return [
         ConfigIssue(tuple(error["loc"]), _message(error, model))
         for error in exc.errors(include_url=False)
     ]
-

@@ -31,7 +31,7 @@ def stack_file_name(stack: str) -> str:
 
 
 def validate_platform_config(raw: Mapping[str, Any], source: str) -> PlatformConfig:
-    """Validate the ``ai-platform:`` keys (prefix stripped); raise ``ConfigError`` listing all issues."""
+    """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue."""
     try:
         config = PlatformConfig.model_validate(dict(raw))
     except ValidationError as exc:
@@ -62,7 +62,7 @@ def project_keys(flat_config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
-    """Read every ``ai-platform:`` key the engine passed, so unknown top-level keys are caught too."""
+    """Read every ``ai-platform:`` key the engine passed: unknown top-level keys are caught too."""
     from pulumi.runtime import config as runtime_config
 
     flat = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
@@ -94,7 +94,9 @@ class StackFile:
             where = getattr(exc, "problem_mark", None)
             at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
             problem = getattr(exc, "problem", None) or str(exc)
-            raise ConfigError(self.name, [ConfigIssue((), f"not valid YAML{at}: {problem}")]) from None
+            raise ConfigError(
+                self.name, [ConfigIssue((), f"not valid YAML{at}: {problem}")]
+            ) from None
         if document is None:
             document = {}
         if not isinstance(document, dict):

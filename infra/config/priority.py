@@ -28,13 +28,22 @@ class PriorityClassConfig(ConfigModel):
 
 DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassConfig, ...] = (
     PriorityClassConfig.model_validate(
-        {"name": "critical", "value": 100000, "description": "Production inference and platform services."}
+        {
+            "name": "critical",
+            "value": 100000,
+            "description": "Production inference and platform services.",
+        }
     ),
     PriorityClassConfig.model_validate(
         {"name": "high", "value": 10000, "description": "Deadline-bound training and evaluation."}
     ),
     PriorityClassConfig.model_validate(
-        {"name": "normal", "value": 1000, "globalDefault": True, "description": "Default for all work."}
+        {
+            "name": "normal",
+            "value": 1000,
+            "globalDefault": True,
+            "description": "Default for all work.",
+        }
     ),
     PriorityClassConfig.model_validate(
         {

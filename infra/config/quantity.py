@@ -1,4 +1,4 @@
-"""Kubernetes resource quantities (``500m``, ``16Gi``, ``1e3``), parsed exactly as the API server does.
+"""Kubernetes quantities (``500m``, ``16Gi``, ``1e3``), parsed exactly as the API server does.
 
 Quotas, limits and volume sizes are compared across layers (namespace quota vs. queue quota,
 default limit vs. default request), so they are parsed to exact decimals, never floats.
@@ -34,7 +34,9 @@ _QUANTITY = re.compile(
 def parse_quantity(value: str | int | float) -> Decimal:
     """Return the quantity's value in base units; raise ``ValueError`` naming the bad input."""
     if isinstance(value, bool):
-        raise ValueError(f"must be a Kubernetes quantity such as '4', '500m' or '16Gi', got {value!r}")
+        raise ValueError(
+            f"must be a Kubernetes quantity such as '4', '500m' or '16Gi', got {value!r}"
+        )
     text = str(value).strip()
     match = _QUANTITY.match(text)
     if not match:

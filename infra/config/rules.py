@@ -199,7 +199,8 @@ def storage_classes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIss
     classes = config.storage.classes
     for index, _ in _repeats([sc.name for sc in classes]):
         yield ConfigIssue(
-            ("storage", "classes", index, "name"), f"duplicate storage class {classes[index].name!r}"
+            ("storage", "classes", index, "name"),
+            f"duplicate storage class {classes[index].name!r}",
         )
     for index, sc in enumerate(classes):
         if config.cluster.protects_data and sc.reclaim_policy == "Delete":
@@ -212,7 +213,8 @@ def storage_classes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIss
     if len(defaults) != 1:
         found = ", ".join(repr(classes[i].name) for i in defaults) or "none"
         yield ConfigIssue(
-            ("storage", "classes"), f"exactly one storage class must set default: true, found {found}"
+            ("storage", "classes"),
+            f"exactly one storage class must set default: true, found {found}",
         )
 
 

@@ -28,7 +28,7 @@ class StorageClassConfig(ConfigModel):
     default: bool = False
     """Mark as the cluster default. Exactly one class must set it."""
     reclaim_policy: ReclaimPolicy | None = None
-    """Default: ``Retain`` when the stack protects data (prod), else ``Delete``. Prod must retain."""
+    """Default: ``Retain`` when the stack protects data (prod), else ``Delete``."""
     volume_binding_mode: BindingMode = "WaitForFirstConsumer"
     """``WaitForFirstConsumer`` provisions in the zone of the pod that uses the volume."""
     allow_volume_expansion: bool = True

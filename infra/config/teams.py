@@ -20,7 +20,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def _env_names(value: dict[str, str]) -> dict[str, str]:
     for key in value:
         if not _ENV_NAME.match(key):
-            raise ValueError(f"environment variable names must match [A-Za-z_][A-Za-z0-9_]*, got {key!r}")
+            raise ValueError(
+                f"environment variable names must match [A-Za-z_][A-Za-z0-9_]*, got {key!r}"
+            )
     return value
 
 
@@ -66,7 +68,7 @@ class TeamVolume(ConfigModel):
     name: DnsLabel
     """Claim name, unique within the team."""
     purpose: VolumePurpose
-    """``datasets`` (read by many), ``checkpoints`` (written by a job), ``models`` or ``general``."""
+    """``datasets`` (read by many), ``checkpoints`` (one writer), ``models``, ``general``."""
     storage_class: str
     """A class from ``ai-platform:storage.classes``."""
     size: Quantity
@@ -95,7 +97,7 @@ class TeamConfig(ConfigModel):
     priority_classes: list[str] | None = None
     """Priority classes the team may use. Default: all of ``ai-platform:priorityClasses``."""
     env: EnvMap = {}
-    """Environment for the team's workloads (a ConfigMap). ``TRAINING_ENV`` is set by the platform."""
+    """Team workloads' environment (a ConfigMap). The platform sets ``TRAINING_ENV``."""
     labels: LabelMap = {}
     """Extra labels for the namespace (cost centre, owner)."""
     volumes: list[TeamVolume] = []

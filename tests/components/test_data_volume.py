@@ -25,7 +25,9 @@ def test_claim_depends_on_its_namespace(dev_run):
 
 def test_claims_are_protected_in_prod_only(dev_run, prod_run):
     assert all(
-        not r.options["protect"] for r in dev_run.kubernetes_objects() if r.kind == "PersistentVolumeClaim"
+        not r.options["protect"]
+        for r in dev_run.kubernetes_objects()
+        if r.kind == "PersistentVolumeClaim"
     )
     prod_claims = [r for r in prod_run.kubernetes_objects() if r.kind == "PersistentVolumeClaim"]
     assert len(prod_claims) == 3

@@ -7,7 +7,9 @@ from tests.harness import run_stack
 
 def test_defaults_apply_when_stack_sets_none(dev_run):
     classes = {
-        r.metadata["name"]: r.inputs for r in dev_run.kubernetes_objects() if r.kind == "PriorityClass"
+        r.metadata["name"]: r.inputs
+        for r in dev_run.kubernetes_objects()
+        if r.kind == "PriorityClass"
     }
     assert {name: c["value"] for name, c in classes.items()} == {
         "critical": 100000,
@@ -28,6 +30,8 @@ def test_custom_classes_replace_defaults_and_reach_outputs(dev_config):
     for team in dev_config["teams"]:
         team.pop("priorityClasses", None)
     run = run_stack(dev_config)
-    names = sorted(r.metadata["name"] for r in run.kubernetes_objects() if r.kind == "PriorityClass")
+    names = sorted(
+        r.metadata["name"] for r in run.kubernetes_objects() if r.kind == "PriorityClass"
+    )
     assert names == ["standard", "urgent"]
     assert run.value.priority_classes.default == "standard"

@@ -73,7 +73,13 @@ def test_rbac_binds_groups_and_keeps_isolation_out_of_tenant_hands(dev_run):
     admin_rules = dev_run.find("Role", TEAM_ADMIN_ROLE, "research").inputs["rules"]
     granted = {r for rule in admin_rules for r in rule["resources"]}
     assert "jobs" in granted and "secrets" in granted
-    assert not granted & {"resourcequotas", "limitranges", "networkpolicies", "roles", "rolebindings"}
+    assert not granted & {
+        "resourcequotas",
+        "limitranges",
+        "networkpolicies",
+        "roles",
+        "rolebindings",
+    }
     viewer_rules = dev_run.find("Role", TEAM_VIEWER_ROLE, "research").inputs["rules"]
     assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in viewer_rules)
     assert "secrets" not in {r for rule in viewer_rules for r in rule["resources"]}
@@ -81,7 +87,8 @@ def test_rbac_binds_groups_and_keeps_isolation_out_of_tenant_hands(dev_run):
 
 def test_no_binding_for_a_role_without_groups(dev_run):
     bindings = [
-        r for r in dev_run.kubernetes_objects()
+        r
+        for r in dev_run.kubernetes_objects()
         if r.kind == "RoleBinding" and r.metadata["namespace"] == "platform"
     ]
     assert [b.metadata["name"] for b in bindings] == [TEAM_ADMIN_ROLE]

@@ -110,7 +110,8 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "bad environment",
         _set("cluster.environment", "production"),
-        "ai-platform:cluster.environment: must be one of 'dev', 'staging' or 'prod', got 'production'",
+        "ai-platform:cluster.environment: must be one of 'dev', 'staging' or 'prod', "
+        "got 'production'",
     ),
     (
         "default limit below default request",
@@ -161,7 +162,9 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
 
 
 @pytest.mark.parametrize(
-    ("mutation", "expected"), [(m, e) for _, m, e in BAD_CONFIGS], ids=[i for i, _, _ in BAD_CONFIGS]
+    ("mutation", "expected"),
+    [(m, e) for _, m, e in BAD_CONFIGS],
+    ids=[i for i, _, _ in BAD_CONFIGS],
 )
 def test_bad_config_names_file_path_and_problem(mutation: Mutation, expected: str) -> None:
     config = stack_config("dev")
