@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -24,9 +23,14 @@ from infra.config import ConfigError, StackFile
 
 from .mockrun import CapturedResource, MockRun, run_under_mocks
 from .render import write_manifests
+from .schema_validation import (
+    ManifestValidator,
+    SchemaValidationError,
+    UnsupportedKubernetesVersionError,
+    default_crd_location,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CRD_SCHEMAS = PROJECT_ROOT.parent / "shared" / "crd-schemas"
 EXIT_OK, EXIT_INVALID, EXIT_CONFIG = 0, 1, 2
 T = TypeVar("T")
 
@@ -95,12 +99,18 @@ def preview(args: argparse.Namespace) -> int:
     progress = Progress(total=5 if args.policies else 4, quiet=args.quiet)
 
     try:
-        stack_file = _timed(
-            progress, "config", f"config {stack_path.name}", lambda: StackFile(stack_path)
-        )
-        config = stack_file.platform_config()
+        with progress.step("config", f"config {stack_path.name}"):
+            stack_file = StackFile(stack_path)
+            config = stack_file.platform_config()
+            validator = ManifestValidator(config.cluster.kubernetes_version, args.crd_schemas)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
+        return EXIT_CONFIG
+    except UnsupportedKubernetesVersionError as exc:
+        print(f"{stack_path.name}: ai-platform:cluster.kubernetesVersion: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except SchemaValidationError as exc:
+        print(f"--crd-schemas: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
     run = _timed(
@@ -113,16 +123,12 @@ def preview(args: argparse.Namespace) -> int:
         lambda: write_manifests(run.resources, out / "manifests"),
     )
 
-    from .schema_validation import validate_all
-
     objects = run.kubernetes_objects()
     schema = _timed(
         progress,
         "schema",
         f"schema validation (Kubernetes {config.cluster.kubernetes_version})",
-        lambda: validate_all(
-            [r.inputs for r in objects], config.cluster.kubernetes_version, args.crd_schemas
-        ),
+        lambda: validator.validate_all([r.inputs for r in objects]),
     )
     schema_results = schema.to_dict()
 
@@ -199,7 +205,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--crd-schemas",
-        default=os.environ.get("AIPLATFORM_CRD_SCHEMAS", str(DEFAULT_CRD_SCHEMAS)),
+        default=default_crd_location(),
         help="CRD schemas: a folder or a URL template in kubeconform style "
         "(default: $AIPLATFORM_CRD_SCHEMAS or ../shared/crd-schemas)",
     )

@@ -1,0 +1,114 @@
+"""``make preview``: manifests, report.json, exit codes 0 / 1 / 2, any stack file."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness import ROOT
+from tools import preview
+from tools.schema_validation import FieldError, ManifestValidator
+
+
+def _project(tmp_path: Path, stack: str, document: object | str) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    text = document if isinstance(document, str) else yaml.safe_dump(document)
+    (root / f"Pulumi.{stack}.yaml").write_text(text)
+    return root
+
+
+def _preview(root: Path, stack: str, out: Path, *extra: str) -> int:
+    return preview.main(
+        ["--stack", stack, "--project-root", str(root), "--out", str(out), "--quiet", *extra]
+    )
+
+
+def test_dev_preview_writes_manifests_and_report(tmp_path, capsys):
+    assert _preview(ROOT, "dev", tmp_path, "--no-policies") == 0
+    report = json.loads((tmp_path / "dev" / "report.json").read_text())
+    assert report["stackFile"] == "Pulumi.dev.yaml"
+    assert report["schema"]["byStatus"] == {
+        "valid": len(list((tmp_path / "dev" / "manifests").glob("*.yaml"))),
+        "invalid": 0,
+        "no-schema": 0,
+    }
+    namespace = next(r for r in report["resources"] if r["name"] == "research-namespace")
+    assert namespace["type"] == "kubernetes:core/v1:Namespace"
+    assert namespace["manifest"] == "Namespace_research.yaml"
+    assert namespace["parent"].endswith("aiplatform:tenancy:TeamNamespace::research")
+    assert set(namespace["options"]) >= {"protect", "retainOnDelete", "dependsOn", "provider"}
+    assert set(report["timings"]) == {"config", "program", "render", "schema"}
+    manifest = yaml.safe_load(
+        (tmp_path / "dev" / "manifests" / "ResourceQuota_research_team-quota.yaml").read_text()
+    )
+    assert list(manifest)[:3] == ["apiVersion", "kind", "metadata"]
+    assert "schema validation (Kubernetes 1.33.0, strict)" in capsys.readouterr().out
+
+
+def test_any_stack_file_can_be_previewed_before_the_stack_exists(tmp_path):
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"]["ai-platform:cluster"]["name"] = "staging"
+    document["config"]["ai-platform:cluster"]["environment"] = "staging"
+    root = _project(tmp_path, "staging", document)
+    assert _preview(root, "staging", tmp_path / "out", "--no-policies") == 0
+    report = json.loads((tmp_path / "out" / "staging" / "report.json").read_text())
+    assert report["outputs"]["environment"] == "staging"
+
+
+def test_invalid_yaml_is_a_config_error(tmp_path, capsys):
+    root = _project(tmp_path, "broken", "config:\n  ai-platform:cluster: [unclosed\n")
+    assert _preview(root, "broken", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "Pulumi.broken.yaml: ai-platform:: not valid YAML (line 3, column 1)" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_config_errors_exit_2_before_anything_is_rendered(tmp_path, capsys):
+    document = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    document["config"]["ai-platform:teams"][2]["quota"]["gpus"] = -1
+    document["config"]["ai-platform:teamz"] = []
+    root = _project(tmp_path, "prod", document)
+    assert _preview(root, "prod", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "  Pulumi.prod.yaml: ai-platform:teams[2].quota.gpus: must be >= 0, got -1" in err
+    assert "  Pulumi.prod.yaml: ai-platform:teamz: unknown key; did you mean 'teams'?" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unsupported_kubernetes_version_names_the_key(tmp_path, capsys):
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"]["ai-platform:cluster"]["kubernetesVersion"] = "1.19"
+    root = _project(tmp_path, "old", document)
+    assert _preview(root, "old", tmp_path / "out") == 2
+    assert "Pulumi.old.yaml: ai-platform:cluster.kubernetesVersion: " in capsys.readouterr().err
+
+
+def test_schema_errors_exit_1(tmp_path, monkeypatch, capsys):
+    original = ManifestValidator.validate
+
+    def break_quotas(self, manifest):
+        result = original(self, manifest)
+        if manifest.get("kind") == "ResourceQuota":
+            return dataclasses.replace(
+                result,
+                status="invalid",
+                errors=(FieldError("spec.hard", "made invalid by the test"),),
+            )
+        return result
+
+    monkeypatch.setattr(ManifestValidator, "validate", break_quotas)
+    assert _preview(ROOT, "dev", tmp_path, "--no-policies") == 1
+    assert "spec.hard: made invalid by the test" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_checked_in_stacks_preview_clean(stack, tmp_path):
+    assert _preview(ROOT, stack, tmp_path, "--no-policies") == 0
