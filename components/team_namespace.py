@@ -18,6 +18,7 @@ from .constants import (
     KUBE_DNS_LABEL,
     KUBE_DNS_LABEL_VALUE,
     KUBE_SYSTEM_NAMESPACE,
+    MIG_RESOURCE_PREFIX,
     NAMESPACE_NAME_LABEL,
     PSA_AUDIT_LABEL,
     PSA_ENFORCE_LABEL,
@@ -78,6 +79,8 @@ class TeamQuotaSpec:
     """Sum of PVC sizes."""
     persistent_volume_claims: int = 20
     pods: int = 200
+    mig_slices: Mapping[str, int] = field(default_factory=dict)
+    """MIG profile → slices: ``requests.nvidia.com/mig-<profile>`` for mixed-strategy MIG pools."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,10 @@ class TeamNamespace(pulumi.ComponentResource):
                     "requests.storage": args.quota.storage,
                     "persistentvolumeclaims": str(args.quota.persistent_volume_claims),
                     "pods": str(args.quota.pods),
+                    **{
+                        f"requests.{MIG_RESOURCE_PREFIX}{profile}": str(count)
+                        for profile, count in args.quota.mig_slices.items()
+                    },
                 }
             },
             opts=inner,

@@ -36,6 +36,31 @@ class TeamOutputs(OutputModel):
     """ConfigMap with the team's environment (``envFrom`` it)."""
     volumes: dict[str, str]
     """Shared PVCs by purpose-qualified name: claim name → purpose."""
+    local_queue: str | None = None
+    """LocalQueue to name in ``kueue.x-k8s.io/queue-name``; None when the team queues nothing."""
+    cluster_queue: str | None = None
+    """The team's ClusterQueue (cluster-scoped); None when the team queues nothing."""
+
+
+class GpuPoolOutputs(OutputModel):
+    """A GPU node pool's scheduling contract: how a pod lands on the pool."""
+
+    node_selector: dict[str, str]
+    """Pod ``nodeSelector`` for the pool."""
+    tolerations: list[dict[str, str]]
+    """Pod tolerations for the pool's taints."""
+    gpu_resource: str
+    """Resource to request: ``nvidia.com/gpu`` or ``nvidia.com/mig-<profile>``."""
+    gpus_per_node: int
+    """Physical GPUs per node."""
+    resources_per_node: int
+    """Units of ``gpuResource`` per node (GPUs x time-slice replicas or MIG slices)."""
+    product: str
+    """``nvidia.com/gpu.product`` of the GPUs."""
+    capacity_type: str
+    """``on-demand``, ``spot`` or ``reserved``."""
+    sharing: str
+    """``exclusive``, ``time-slicing`` or ``mig``."""
 
 
 class ClassSetOutputs(OutputModel):
@@ -62,6 +87,8 @@ class StackOutputs(OutputModel):
     """Priority class names and the global default."""
     storage_classes: ClassSetOutputs
     """Storage class names and the default."""
+    gpu_pools: dict[str, GpuPoolOutputs] = {}
+    """Per GPU node pool name, its scheduling contract."""
 
 
 def export_outputs(outputs: StackOutputs) -> None:

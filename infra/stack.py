@@ -10,13 +10,40 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.data_volume import DataVolume, DataVolumeArgs
+from components.gpu_node_pool import (
+    BlockDevice,
+    DisruptionBudget,
+    Ec2NodeClassSpec,
+    GpuNodePool,
+    GpuNodePoolArgs,
+    GpuSharing,
+    KarpenterBackend,
+    KarpenterDisruption,
+    KubeletSpec,
+    StaticBackend,
+)
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kueue import (
+    FlavorQuota,
+    FlavorSpec,
+    Kueue,
+    KueueArgs,
+    QuotaLimits,
+    TeamQueue,
+    TeamQueueArgs,
+    WorkloadPrioritySpec,
+)
 from components.priority_classes import PriorityClasses, PriorityClassesArgs, PriorityClassSpec
+from components.scheduling_contract import Taint
 from components.storage_classes import StorageClasses, StorageClassesArgs, StorageClassSpec
 from components.team_namespace import TeamNamespace, TeamNamespaceArgs, TeamQuotaSpec
 
 from .config import PlatformConfig
+from .config.gpu import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig
+from .config.queueing import QuotaAmounts, TeamQueueConfig
+from .config.rules import pool_capacity
 from .config.teams import TeamConfig
-from .outputs import ClassSetOutputs, StackOutputs, TeamOutputs
+from .outputs import ClassSetOutputs, GpuPoolOutputs, StackOutputs, TeamOutputs
 
 
 def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
@@ -43,6 +70,7 @@ def _team_args(team: TeamConfig, config: PlatformConfig) -> TeamNamespaceArgs:
             storage=team.quota.storage,
             persistent_volume_claims=team.quota.persistent_volume_claims,
             pods=team.quota.pods,
+            mig_slices=dict(team.quota.mig_slices),
         ),
         default_requests=team.container_defaults.requests.model_dump(),
         default_limits=team.container_defaults.limits.model_dump(),
@@ -51,6 +79,159 @@ def _team_args(team: TeamConfig, config: PlatformConfig) -> TeamNamespaceArgs:
         env=dict(team.env),
         labels=dict(team.labels),
         retain_on_delete=config.cluster.protects_data,
+    )
+
+
+def _node_class(spec: Ec2NodeClassConfig) -> Ec2NodeClassSpec:
+    kubelet = spec.kubelet
+    return Ec2NodeClassSpec(
+        role=spec.role,
+        subnet_tags=dict(spec.subnet_selector_tags),
+        security_group_tags=dict(spec.security_group_selector_tags),
+        ami_alias=spec.ami_alias,
+        block_devices=tuple(
+            BlockDevice(
+                device_name=device.device_name,
+                volume_size=device.volume_size,
+                volume_type=device.volume_type,
+                iops=device.iops,
+                throughput=device.throughput,
+                encrypted=device.encrypted,
+                root_volume=device.root_volume,
+            )
+            for device in spec.block_devices
+        ),
+        instance_store_policy=spec.instance_store_policy,
+        kubelet=KubeletSpec(
+            eviction_hard={str(k): v for k, v in kubelet.eviction_hard.items()},
+            eviction_soft={str(k): v for k, v in kubelet.eviction_soft.items()},
+            eviction_soft_grace_period={
+                str(k): v for k, v in kubelet.eviction_soft_grace_period.items()
+            },
+            eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
+            max_pods=kubelet.max_pods,
+            system_reserved=dict(kubelet.system_reserved),
+            kube_reserved=dict(kubelet.kube_reserved),
+        ),
+        tags=dict(spec.tags),
+        capacity_reservation_ids=tuple(spec.capacity_reservation_ids),
+        capacity_reservation_tags=dict(spec.capacity_reservation_tags),
+    )
+
+
+def _karpenter_backend(pool: GpuNodePoolConfig, karpenter: KarpenterPoolConfig) -> KarpenterBackend:
+    training = pool.purpose == "training"
+    disruption = karpenter.disruption
+    return KarpenterBackend(
+        node_class_name=karpenter.node_class_ref.name,
+        node_class_group=karpenter.node_class_ref.group,
+        node_class_kind=karpenter.node_class_ref.kind,
+        max_nodes=pool.max_nodes or 0,
+        min_nodes=pool.min_nodes or 0,
+        ec2_node_class=_node_class(karpenter.ec2_node_class) if karpenter.ec2_node_class else None,
+        instance_types=tuple(karpenter.instance_types),
+        instance_families=tuple(karpenter.instance_families),
+        zones=tuple(karpenter.zones),
+        architectures=tuple(karpenter.architectures),
+        disruption=KarpenterDisruption(
+            consolidation_policy=disruption.consolidation_policy
+            or ("WhenEmpty" if training else "WhenEmptyOrUnderutilized"),
+            consolidate_after=disruption.consolidate_after,
+            budgets=tuple(
+                DisruptionBudget(
+                    nodes=budget.nodes,
+                    schedule=budget.schedule,
+                    duration=budget.duration,
+                    reasons=tuple(budget.reasons),
+                )
+                for budget in disruption.budgets
+            ),
+            expire_after=disruption.expire_after or ("Never" if training else "720h"),
+            termination_grace_period=disruption.termination_grace_period,
+        ),
+        weight=karpenter.weight,
+    )
+
+
+def _pool_args(pool: GpuNodePoolConfig) -> GpuNodePoolArgs:
+    backend: KarpenterBackend | StaticBackend
+    if pool.backend == "karpenter" and pool.karpenter is not None:
+        backend = _karpenter_backend(pool, pool.karpenter)
+    else:
+        backend = StaticBackend(nodes=tuple(pool.nodes))
+    sharing = pool.sharing
+    return GpuNodePoolArgs(
+        pool=pool.name,
+        product=pool.gpu_product,
+        gpus_per_node=pool.gpus_per_node,
+        backend=backend,
+        capacity_type=pool.capacity_type,
+        labels=dict(pool.labels),
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in pool.taints),
+        sharing=GpuSharing(
+            mode=sharing.mode,
+            replicas=sharing.replicas or 1,
+            mig_profile=sharing.mig_profile,
+            mig_strategy=sharing.mig_strategy,
+        ),
+    )
+
+
+def _gpu_operator_args(config: PlatformConfig, pools: list[GpuNodePool]) -> GpuOperatorArgs:
+    stack = config.gpu_stack
+    mig_pools = [p for p in config.node_pools if p.sharing.mode == "mig"]
+    return GpuOperatorArgs(
+        device_plugin_configs={pool.contract.pool: pool.device_plugin_config for pool in pools},
+        node_tolerations=[toleration for pool in pools for toleration in pool.contract.tolerations],
+        driver=stack.driver,
+        toolkit=stack.toolkit,
+        gpu_feature_discovery=stack.gpu_feature_discovery,
+        dcgm_exporter=stack.dcgm_exporter,
+        service_monitor=stack.service_monitor,
+        node_feature_discovery=stack.node_feature_discovery,
+        mig_strategy=mig_pools[0].sharing.mig_strategy if mig_pools else "single",
+        mig_manager=bool(mig_pools),
+        retain_on_delete=config.cluster.protects_data,
+    )
+
+
+def _limits(nominal: str, borrow: str | int | None, lend: str | int | None) -> QuotaLimits:
+    return QuotaLimits(
+        nominal=nominal,
+        borrowing_limit=str(borrow or 0),
+        lending_limit=None if lend is None else str(lend),
+    )
+
+
+def _team_queue_args(
+    team: TeamConfig, queue: TeamQueueConfig, config: PlatformConfig, pools: dict[str, GpuNodePool]
+) -> TeamQueueArgs:
+    flavors = []
+    for entry in queue.pools:
+        borrow: QuotaAmounts = entry.borrowing_limit
+        lend: QuotaAmounts = entry.lending_limit
+        flavors.append(
+            FlavorQuota(
+                flavor=entry.pool,
+                resources={
+                    "cpu": _limits(entry.cpu, borrow.cpu, lend.cpu),
+                    "memory": _limits(entry.memory, borrow.memory, lend.memory),
+                    pools[entry.pool].contract.gpu_resource: _limits(
+                        str(entry.gpus), borrow.gpus, lend.gpus
+                    ),
+                },
+            )
+        )
+    queueing = config.queueing
+    return TeamQueueArgs(
+        team=team.name,
+        namespace=team.namespace_name,
+        cohort=queueing.cohort,
+        flavors=flavors,
+        fair_sharing_weight=queue.fair_sharing_weight,
+        queueing_strategy=queueing.queueing_strategy,
+        reclaim_within_cohort=queueing.reclaim_within_cohort,
+        within_cluster_queue=queueing.within_cluster_queue,
     )
 
 
@@ -98,9 +279,47 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         on_cluster,
     )
 
+    pool_configs = {pool.name: pool for pool in config.node_pools}
+    pools = {
+        pool.name: GpuNodePool(f"pool-{pool.name}", _pool_args(pool), on_cluster)
+        for pool in config.node_pools
+    }
+    if config.gpu_stack.enabled:
+        GpuOperator("gpu-operator", _gpu_operator_args(config, list(pools.values())), on_cluster)
+    kueue: Kueue | None = None
+    if config.queueing.enabled:
+        kueue = Kueue(
+            "kueue",
+            KueueArgs(
+                flavors=[
+                    FlavorSpec(
+                        contract=pool.contract,
+                        capacity=pool_capacity(pool_configs[name]),
+                        overcommit=str(config.queueing.overcommit),
+                    )
+                    for name, pool in pools.items()
+                ],
+                priority_classes=[
+                    WorkloadPrioritySpec(pc.name, pc.value, pc.description)
+                    for pc in config.priority_classes
+                ],
+                fair_sharing=config.queueing.fair_sharing,
+                service_monitor=config.queueing.service_monitor,
+                retain_on_delete=protect,
+            ),
+            on_cluster,
+        )
+
     teams: dict[str, TeamOutputs] = {}
     for team in config.teams:
         tenant = TeamNamespace(team.name, _team_args(team, config), on_cluster)
+        queue: TeamQueue | None = None
+        if kueue is not None and team.queue is not None:
+            queue = TeamQueue(
+                f"{team.name}-queue",
+                _team_queue_args(team, team.queue, config, pools),
+                pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
+            )
         for volume in team.volumes:
             DataVolume(
                 f"{team.name}-{volume.name}",
@@ -121,6 +340,8 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             service_account=tenant.service_account_name,
             env_config_map=tenant.env_config_map_name,
             volumes={volume.name: volume.purpose for volume in team.volumes},
+            local_queue=queue.local_queue_name if queue else None,
+            cluster_queue=queue.cluster_queue_name if queue else None,
         )
 
     return StackOutputs(
@@ -129,4 +350,8 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         teams=teams,
         priority_classes=ClassSetOutputs(names=priority.names, default=priority.default_name or ""),
         storage_classes=ClassSetOutputs(names=storage.names, default=storage.default_name or ""),
+        gpu_pools={
+            name: GpuPoolOutputs.model_validate(pool.contract.to_output())
+            for name, pool in pools.items()
+        },
     )

@@ -41,6 +41,8 @@ def test_prod_outputs_match_the_stack(prod_run):
         "serviceAccount": "workload",
         "envConfigMap": "team-env",
         "volumes": {"datasets": "datasets", "checkpoints": "checkpoints"},
+        "localQueue": "gpu-queue",
+        "clusterQueue": "team-research",
     }
     assert outputs["priorityClasses"] == {
         "names": ["critical", "high", "normal", "batch-low"],

@@ -6,7 +6,9 @@ from pydantic import Field
 
 from .base import ConfigModel
 from .cluster import ClusterConfig
+from .gpu import GpuNodePoolConfig, GpuStackConfig
 from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
+from .queueing import QueueingConfig
 from .storage import StorageConfig
 from .teams import TeamConfig
 
@@ -27,3 +29,9 @@ class PlatformConfig(ConfigModel):
     """Priority classes. Default: critical, high, normal (global default), batch-low."""
     storage: StorageConfig
     """Storage classes. Required."""
+    node_pools: list[GpuNodePoolConfig] = []
+    """GPU node pools (Karpenter-launched or existing nodes). Default: none."""
+    gpu_stack: GpuStackConfig = GpuStackConfig()
+    """The NVIDIA GPU operator. Default: installed with driver, toolkit, GFD and DCGM exporter."""
+    queueing: QueueingConfig = QueueingConfig()
+    """Kueue: flavours per pool, a ClusterQueue per queued team. Default: installed."""

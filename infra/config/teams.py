@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from .base import ConfigModel, DnsLabel, LabelMap
 from .quantity import Quantity
+from .queueing import TeamQueueConfig
 
 TeamPurpose = Literal["training", "serving", "platform"]
 AccessMode = Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"]
@@ -44,6 +45,8 @@ class TeamQuota(ConfigModel):
     """Number of PVCs."""
     pods: int = Field(default=200, ge=0)
     """Number of non-terminal pods."""
+    mig_slices: dict[str, int] = {}
+    """MIG profile → slices (``requests.nvidia.com/mig-<profile>``) for mixed-strategy MIG pools."""
 
 
 class ComputeAmounts(ConfigModel):
@@ -102,6 +105,9 @@ class TeamConfig(ConfigModel):
     """Extra labels for the namespace (cost centre, owner)."""
     volumes: list[TeamVolume] = []
     """Shared PVCs created in the namespace. Protected in prod."""
+    queue: TeamQueueConfig | None = None
+    """Kueue quotas per GPU pool. Omit: the team queues nothing (its jobs are not admitted by
+    Kueue and only the namespace quota applies)."""
 
     @property
     def namespace_name(self) -> str:

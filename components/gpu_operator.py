@@ -1,0 +1,192 @@
+"""GpuOperator: the NVIDIA GPU Operator (driver, toolkit, device plugin, GFD, DCGM exporter).
+
+Installed from NVIDIA's Helm chart into its own namespace. That namespace enforces the
+``privileged`` Pod Security level: the driver and toolkit daemonsets load kernel modules and
+write to the host, which is the platform's documented exception to ``restricted``.
+
+The device plugin reads one config entry per node pool from a ConfigMap
+(``devicePlugin.config.name``); each pool labels its nodes with
+``nvidia.com/device-plugin.config=<pool>`` to pick its entry (time-slicing replicas, MIG
+strategy). Nodes outside every pool get the ``default`` entry: whole GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .constants import (
+    DEVICE_PLUGIN_CONFIGMAP,
+    DEVICE_PLUGIN_DEFAULT_CONFIG,
+    GPU_OPERATOR_CHART,
+    GPU_OPERATOR_CHART_REPO,
+    GPU_OPERATOR_CHART_VERSION,
+    GPU_OPERATOR_NAMESPACE,
+    GPU_OPERATOR_RELEASE,
+    GPU_TAINT_EFFECT,
+    GPU_TAINT_KEY,
+    PSA_AUDIT_LABEL,
+    PSA_ENFORCE_LABEL,
+    PSA_PRIVILEGED,
+    PSA_WARN_LABEL,
+    SYSTEM_NAMESPACE_LABEL,
+)
+from .gpu_node_pool import GpuSharing, device_plugin_config_yaml
+from .labels import platform_labels
+
+_CONTROL_PLANE_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {
+        "key": "node-role.kubernetes.io/master",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    },
+    {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    },
+)
+"""The chart's own NFD worker tolerations, kept when we add the pools' taints."""
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    """Inputs of a GpuOperator. Defaults install everything, as on bare GPU nodes."""
+
+    device_plugin_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Pool name → device plugin config entry (``GpuSharing.device_plugin_config()``)."""
+    node_tolerations: Sequence[Mapping[str, str]] = ()
+    """Tolerations for the pools' extra taints: the operator's daemonsets must reach every GPU."""
+    driver: bool = True
+    """Install the NVIDIA driver. False where node images ship it (EKS GPU AMIs, lab images)."""
+    toolkit: bool = True
+    """Install the NVIDIA container toolkit. False where node images ship it."""
+    gpu_feature_discovery: bool = True
+    """Label nodes with GPU product, memory, count, MIG and sharing facts."""
+    dcgm_exporter: bool = True
+    """Export GPU metrics (utilisation, memory, XID errors) for Prometheus."""
+    service_monitor: bool = False
+    """Create the DCGM exporter's ServiceMonitor (needs the Prometheus operator CRDs)."""
+    node_feature_discovery: bool = True
+    """Deploy NFD with the operator; false when the cluster already runs NFD."""
+    mig_strategy: str = "single"
+    """Cluster-wide MIG strategy of the operator (``single`` or ``mixed``)."""
+    mig_manager: bool = False
+    """Run the MIG manager, which partitions GPUs per ``nvidia.com/mig.config``."""
+    chart_version: str = GPU_OPERATOR_CHART_VERSION
+    namespace: str = GPU_OPERATOR_NAMESPACE
+    timeout_seconds: int = 600
+    """Helm waits this long for the operator; driver builds happen later, in its daemonsets."""
+    retain_on_delete: bool = False
+    """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
+
+
+def _dedupe(items: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    seen: list[dict[str, str]] = []
+    for item in items:
+        if dict(item) not in seen:
+            seen.append(dict(item))
+    return seen
+
+
+def chart_values(args: GpuOperatorArgs) -> dict[str, Any]:
+    """Helm values of the gpu-operator chart (keys as in its values.yaml)."""
+    tolerations = _dedupe(
+        [
+            {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT},
+            *args.node_tolerations,
+        ]
+    )
+    return {
+        "driver": {"enabled": args.driver},
+        "toolkit": {"enabled": args.toolkit},
+        "nfd": {"enabled": args.node_feature_discovery},
+        "gfd": {"enabled": args.gpu_feature_discovery},
+        "mig": {"strategy": args.mig_strategy},
+        "migManager": {"enabled": args.mig_manager},
+        "devicePlugin": {
+            "enabled": True,
+            "config": {
+                "create": False,
+                "name": DEVICE_PLUGIN_CONFIGMAP,
+                "default": DEVICE_PLUGIN_DEFAULT_CONFIG,
+            },
+        },
+        "dcgmExporter": {
+            "enabled": args.dcgm_exporter,
+            "serviceMonitor": {"enabled": args.dcgm_exporter and args.service_monitor},
+        },
+        "daemonsets": {"tolerations": tolerations},
+        "node-feature-discovery": {
+            "worker": {"tolerations": _dedupe([*_CONTROL_PLANE_TOLERATIONS, *tolerations])}
+        },
+    }
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU stack: namespace, device plugin configs and the operator's Helm release."""
+
+    namespace_name: str
+    release_name: str
+
+    def __init__(
+        self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:gpu:GpuOperator", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = platform_labels({SYSTEM_NAMESPACE_LABEL: "true"})
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": args.namespace,
+                "labels": {
+                    **labels,
+                    PSA_ENFORCE_LABEL: PSA_PRIVILEGED,
+                    PSA_AUDIT_LABEL: PSA_PRIVILEGED,
+                    PSA_WARN_LABEL: PSA_PRIVILEGED,
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+        )
+        inner = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        entries = {DEVICE_PLUGIN_DEFAULT_CONFIG: GpuSharing().device_plugin_config()}
+        entries.update({pool: dict(config) for pool, config in args.device_plugin_configs.items()})
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-device-plugin-config",
+            metadata={
+                "name": DEVICE_PLUGIN_CONFIGMAP,
+                "namespace": args.namespace,
+                "labels": platform_labels(),
+            },
+            data={entry: device_plugin_config_yaml(config) for entry, config in entries.items()},
+            opts=inner,
+        )
+        k8s.helm.v3.Release(
+            f"{name}-release",
+            name=GPU_OPERATOR_RELEASE,
+            chart=GPU_OPERATOR_CHART,
+            version=args.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_CHART_REPO),
+            namespace=args.namespace,
+            create_namespace=False,
+            values=chart_values(args),
+            # Wait for the operator so a broken install fails the update, and roll back a
+            # failed upgrade instead of leaving a half-applied release.
+            skip_await=False,
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=args.timeout_seconds,
+            max_history=10,
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[namespace, config_map])
+            ),
+        )
+        self.namespace_name = args.namespace
+        self.release_name = GPU_OPERATOR_RELEASE
+        self.register_outputs({"namespace": self.namespace_name, "release": self.release_name})

@@ -1,0 +1,373 @@
+"""Kueue: GPU queueing with quotas per team, borrowing of idle GPUs and preemption.
+
+- ``Kueue``: the controller (Helm chart, ``kueue-system``), one ``ResourceFlavor`` per GPU node
+  pool and one ``WorkloadPriorityClass`` per PriorityClass.
+- ``TeamQueue``: a team's ``ClusterQueue`` (nominal quota per pool flavour, a cohort shared with
+  the other teams, borrowing/lending limits, preemption) and its ``LocalQueue``.
+
+API ``kueue.x-k8s.io/v1beta2``: the cohort field is ``spec.cohortName`` (``spec.cohort`` in
+v1beta1, which Kueue 0.20 stops serving).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pulumi_kubernetes import _utilities as k8s_utilities
+
+from .constants import (
+    CLUSTER_QUEUE_PREFIX,
+    GPU_CAPACITY_ANNOTATION,
+    GPU_RESOURCE_ANNOTATION,
+    KUEUE_API_VERSION,
+    KUEUE_CHART,
+    KUEUE_CHART_VERSION,
+    KUEUE_NAMESPACE,
+    KUEUE_RELEASE,
+    NAMESPACE_NAME_LABEL,
+    NODE_POOL_LABEL,
+    PSA_AUDIT_LABEL,
+    PSA_ENFORCE_LABEL,
+    PSA_RESTRICTED,
+    PSA_WARN_LABEL,
+    QUOTA_OVERCOMMIT_ANNOTATION,
+    SYSTEM_NAMESPACE_LABEL,
+    TEAM_LOCAL_QUEUE_NAME,
+)
+from .labels import platform_labels, team_labels
+from .scheduling_contract import SchedulingContract
+
+COMPUTE_RESOURCES: tuple[str, str] = ("cpu", "memory")
+
+KUEUE_FRAMEWORKS: tuple[str, ...] = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/pytorchjob",
+    "trainer.kubeflow.org/trainjob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+"""Job kinds Kueue manages when they carry a queue name (the chart's default list)."""
+
+
+class KubernetesObject(pulumi.CustomResource):
+    """A custom object with top-level fields besides ``spec``.
+
+    Why: ``apiextensions.CustomResource`` accepts only ``metadata`` and ``spec``, but a
+    WorkloadPriorityClass carries ``value`` and ``description`` at the top level.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        api_version: str,
+        kind: str,
+        fields: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(version=k8s_utilities.get_version())
+        )
+        props = {"apiVersion": api_version, "kind": kind, **dict(fields)}
+        super().__init__(f"kubernetes:{api_version}:{kind}", name, props, opts)
+
+
+def cluster_queue_name(team: str) -> str:
+    """The ClusterQueue of a team; derived here and nowhere else."""
+    return f"{CLUSTER_QUEUE_PREFIX}{team}"
+
+
+def manager_config(fair_sharing: bool) -> dict[str, Any]:
+    """Kueue's controller Configuration (the chart's default, plus fair sharing)."""
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "clientConnection": {"qps": 50, "burst": 100},
+        # Only jobs that name a LocalQueue are queued; CPU-only jobs stay outside Kueue.
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+    }
+    if fair_sharing:
+        config["fairSharing"] = {
+            "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+        }
+    return config
+
+
+@dataclass(frozen=True)
+class FlavorSpec:
+    """A ResourceFlavor mirroring one GPU node pool."""
+
+    contract: SchedulingContract
+    capacity: int
+    """Most units of the pool's GPU resource (max nodes x units per node)."""
+    overcommit: str = "1"
+    """Factor by which teams' nominal quotas may exceed ``capacity``."""
+
+
+@dataclass(frozen=True)
+class WorkloadPrioritySpec:
+    name: str
+    value: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    """Inputs of the Kueue component."""
+
+    flavors: Sequence[FlavorSpec] = ()
+    priority_classes: Sequence[WorkloadPrioritySpec] = ()
+    """Mirrors of the cluster's PriorityClasses (same names and values)."""
+    fair_sharing: bool = True
+    """Preemption-based fair sharing between the cohort's ClusterQueues (by weight)."""
+    service_monitor: bool = False
+    """Let the chart create Kueue's ServiceMonitor (needs the Prometheus operator CRDs)."""
+    chart_version: str = KUEUE_CHART_VERSION
+    namespace: str = KUEUE_NAMESPACE
+    timeout_seconds: int = 300
+    retain_on_delete: bool = False
+    """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
+
+
+def flavor_manifest(spec: FlavorSpec) -> dict[str, Any]:
+    """ResourceFlavor metadata and spec for one pool (without apiVersion/kind)."""
+    contract = spec.contract
+    return {
+        "metadata": {
+            "name": contract.pool,
+            "labels": platform_labels({NODE_POOL_LABEL: contract.pool}),
+            "annotations": {
+                GPU_CAPACITY_ANNOTATION: str(spec.capacity),
+                GPU_RESOURCE_ANNOTATION: contract.gpu_resource,
+                QUOTA_OVERCOMMIT_ANNOTATION: spec.overcommit,
+            },
+        },
+        "spec": {
+            "nodeLabels": dict(contract.node_selector),
+            "nodeTaints": [taint.manifest() for taint in contract.taints],
+            "tolerations": contract.tolerations,
+        },
+    }
+
+
+class Kueue(pulumi.ComponentResource):
+    """The Kueue controller, the GPU flavours and the workload priority classes."""
+
+    namespace_name: str
+    flavor_names: list[str]
+
+    def __init__(
+        self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:queueing:Kueue", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": args.namespace,
+                "labels": {
+                    **platform_labels({SYSTEM_NAMESPACE_LABEL: "true"}),
+                    PSA_ENFORCE_LABEL: PSA_RESTRICTED,
+                    PSA_AUDIT_LABEL: PSA_RESTRICTED,
+                    PSA_WARN_LABEL: PSA_RESTRICTED,
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=KUEUE_RELEASE,
+            chart=KUEUE_CHART,
+            version=args.chart_version,
+            namespace=args.namespace,
+            create_namespace=False,
+            values={
+                "enablePrometheus": args.service_monitor,
+                "managerConfig": {
+                    "controllerManagerConfigYaml": yaml.safe_dump(
+                        manager_config(args.fair_sharing), sort_keys=False
+                    )
+                },
+            },
+            # Kueue's webhooks validate every queue object below: wait until they serve.
+            skip_await=False,
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=args.timeout_seconds,
+            max_history=10,
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[namespace])
+            ),
+        )
+        after_release = pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[release])
+        )
+        for spec in args.flavors:
+            manifest = flavor_manifest(spec)
+            k8s.apiextensions.CustomResource(
+                f"{name}-flavor-{spec.contract.pool}",
+                api_version=KUEUE_API_VERSION,
+                kind="ResourceFlavor",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=after_release,
+            )
+        for priority in args.priority_classes:
+            KubernetesObject(
+                f"{name}-priority-{priority.name}",
+                KUEUE_API_VERSION,
+                "WorkloadPriorityClass",
+                {
+                    "metadata": {"name": priority.name, "labels": platform_labels()},
+                    "value": priority.value,
+                    "description": priority.description,
+                },
+                opts=after_release,
+            )
+        self.namespace_name = args.namespace
+        self.flavor_names = [spec.contract.pool for spec in args.flavors]
+        self.register_outputs({"namespace": self.namespace_name, "flavors": self.flavor_names})
+
+
+@dataclass(frozen=True)
+class QuotaLimits:
+    """Quota of one resource in one flavour (Kubernetes quantities)."""
+
+    nominal: str
+    borrowing_limit: str | None = None
+    """Most the team may borrow from the cohort beyond ``nominal``; None: no limit."""
+    lending_limit: str | None = None
+    """Most of ``nominal`` other teams may borrow while idle; None: all of it."""
+
+    def manifest(self, name: str) -> dict[str, str]:
+        entry = {"name": name, "nominalQuota": self.nominal}
+        if self.borrowing_limit is not None:
+            entry["borrowingLimit"] = self.borrowing_limit
+        if self.lending_limit is not None:
+            entry["lendingLimit"] = self.lending_limit
+        return entry
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    """A team's quota in one pool flavour: cpu, memory and the pool's GPU resource."""
+
+    flavor: str
+    resources: Mapping[str, QuotaLimits]
+    """Resource name → limits. Covered resources the map lacks get a nominal quota of 0."""
+
+
+@dataclass(frozen=True)
+class TeamQueueArgs:
+    """Inputs of a TeamQueue."""
+
+    team: str
+    namespace: str
+    cohort: str
+    """Cohort the ClusterQueue joins; teams in one cohort borrow each other's idle quota."""
+    flavors: Sequence[FlavorQuota]
+    """In preference order: Kueue tries the first flavour with room first."""
+    fair_sharing_weight: str = "1"
+    queueing_strategy: str = "BestEffortFIFO"
+    reclaim_within_cohort: str = "Any"
+    """Preempt borrowers in the cohort to get nominal quota back."""
+    within_cluster_queue: str = "LowerPriority"
+    """Preempt the team's own lower-priority work for higher-priority work."""
+    borrow_within_cohort: str = "Never"
+    local_queue: str = TEAM_LOCAL_QUEUE_NAME
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+_NONE = QuotaLimits("0", borrowing_limit="0")
+"""A covered resource the flavour's pool does not offer: no quota, no borrowing."""
+
+
+def covered_resources(flavors: Sequence[FlavorQuota]) -> list[str]:
+    """cpu, memory, then every GPU resource in first-seen order."""
+    names = list(COMPUTE_RESOURCES)
+    for flavor in flavors:
+        names.extend(r for r in flavor.resources if r not in names)
+    return names
+
+
+def cluster_queue_spec(args: TeamQueueArgs) -> dict[str, Any]:
+    """ClusterQueue spec (v1beta2) for a team."""
+    covered = covered_resources(args.flavors)
+    return {
+        "cohortName": args.cohort,
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: args.namespace}},
+        "queueingStrategy": args.queueing_strategy,
+        "fairSharing": {"weight": args.fair_sharing_weight},
+        "preemption": {
+            "reclaimWithinCohort": args.reclaim_within_cohort,
+            "withinClusterQueue": args.within_cluster_queue,
+            "borrowWithinCohort": {"policy": args.borrow_within_cohort},
+        },
+        "resourceGroups": [
+            {
+                "coveredResources": covered,
+                "flavors": [
+                    {
+                        "name": flavor.flavor,
+                        "resources": [
+                            flavor.resources.get(name, _NONE).manifest(name) for name in covered
+                        ],
+                    }
+                    for flavor in args.flavors
+                ],
+            }
+        ],
+    }
+
+
+class TeamQueue(pulumi.ComponentResource):
+    """A team's ClusterQueue in the shared cohort and the LocalQueue its jobs name."""
+
+    cluster_queue_name: str
+    local_queue_name: str
+
+    def __init__(
+        self, name: str, args: TeamQueueArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:queueing:TeamQueue", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = team_labels(args.team, dict(args.labels))
+        cq_name = cluster_queue_name(args.team)
+        cluster_queue = k8s.apiextensions.CustomResource(
+            f"{name}-cluster-queue",
+            api_version=KUEUE_API_VERSION,
+            kind="ClusterQueue",
+            metadata={"name": cq_name, "labels": labels},
+            spec=cluster_queue_spec(args),
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-local-queue",
+            api_version=KUEUE_API_VERSION,
+            kind="LocalQueue",
+            metadata={"name": args.local_queue, "namespace": args.namespace, "labels": labels},
+            spec={"clusterQueue": cq_name},
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[cluster_queue])
+            ),
+        )
+        self.cluster_queue_name = cq_name
+        self.local_queue_name = args.local_queue
+        self.register_outputs(
+            {"clusterQueue": self.cluster_queue_name, "localQueue": self.local_queue_name}
+        )

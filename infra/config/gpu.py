@@ -1,0 +1,307 @@
+"""``ai-platform:nodePools`` and ``ai-platform:gpuStack``: GPU nodes and the NVIDIA stack on them.
+
+A pool is either launched by Karpenter (``backend: karpenter``) or made of existing on-premises
+nodes (``backend: static``). Cross-field rules (sizes, MIG profiles, node classes, quotas) live in
+``rules.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from .base import ConfigModel, DnsLabel, DnsSubdomain, LabelMap, validate_label_key
+
+Backend = Literal["karpenter", "static"]
+PoolPurpose = Literal["training", "inference", "batch"]
+CapacityType = Literal["on-demand", "spot", "reserved"]
+SharingMode = Literal["exclusive", "time-slicing", "mig"]
+MigStrategy = Literal["single", "mixed"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+Architecture = Literal["amd64", "arm64"]
+VolumeType = Literal["gp3", "gp2", "io1", "io2", "st1", "sc1", "standard"]
+EvictionSignal = Literal[
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+]
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+_BUDGET_DURATION = re.compile(r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))$")
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))$|^(\S+\s){4}\S+$"
+)
+_THRESHOLD = re.compile(
+    r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$|^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$"
+)
+_VOLUME_SIZE = re.compile(r"^[1-9][0-9]{0,4}Gi$|^[1-9][0-9]?Ti$")
+_AMI_ALIAS = re.compile(r"^(al2|al2023|bottlerocket)@(latest|v[0-9][0-9.]*)$")
+_INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+_INSTANCE_FAMILY = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def _label_value(value: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(f"must be a valid Kubernetes label value, got {value!r}")
+    return value
+
+
+def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(f"must be {what}, got {value!r}")
+        return value
+
+    return check
+
+
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+LabelKey = Annotated[str, AfterValidator(validate_label_key)]
+KarpenterDuration = Annotated[
+    str, AfterValidator(_pattern(_DURATION, "a duration such as '30m', '720h' or 'Never'"))
+]
+BudgetDuration = Annotated[
+    str, AfterValidator(_pattern(_BUDGET_DURATION, "hours and minutes such as '10h' or '8h30m'"))
+]
+BudgetNodes = Annotated[
+    str,
+    AfterValidator(
+        _pattern(_BUDGET_NODES, "a node count such as '0' or a percentage such as '10%'")
+    ),
+]
+CronSchedule = Annotated[
+    str,
+    AfterValidator(_pattern(_SCHEDULE, "a cron schedule such as '0 8 * * mon-fri' or '@daily'")),
+]
+Threshold = Annotated[
+    str,
+    AfterValidator(_pattern(_THRESHOLD, "a percentage such as '5%' or a quantity such as '1Gi'")),
+]
+VolumeSize = Annotated[
+    str, AfterValidator(_pattern(_VOLUME_SIZE, "a size in Gi or Ti such as '500Gi'"))
+]
+AmiAlias = Annotated[
+    str,
+    AfterValidator(
+        _pattern(_AMI_ALIAS, "an EKS AMI alias 'family@version' such as 'al2023@v20251110'")
+    ),
+]
+InstanceType = Annotated[
+    str, AfterValidator(_pattern(_INSTANCE_TYPE, "an EC2 instance type such as 'p5.48xlarge'"))
+]
+InstanceFamily = Annotated[
+    str, AfterValidator(_pattern(_INSTANCE_FAMILY, "an EC2 instance family such as 'g6'"))
+]
+
+
+class TaintConfig(ConfigModel):
+    """An extra node taint. Pods get the matching toleration from the pool's contract."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: TaintEffect = "NoSchedule"
+
+
+class GpuSharingConfig(ConfigModel):
+    """How pods share the pool's GPUs."""
+
+    mode: SharingMode = "exclusive"
+    """``exclusive``: whole GPUs. ``time-slicing``: ``replicas`` pods per GPU, no memory
+    isolation. ``mig``: hardware partitions of ``migProfile``."""
+    replicas: int | None = None
+    """Time-slicing only: pods sharing one GPU (at least 2)."""
+    mig_profile: str | None = None
+    """MIG only: the profile every GPU is cut into, e.g. ``1g.10gb``; must suit the product."""
+    mig_strategy: MigStrategy = "mixed"
+    """MIG only: ``mixed`` exposes ``nvidia.com/mig-<profile>``; ``single`` ``nvidia.com/gpu``.
+    One strategy for all MIG pools (the GPU operator's is cluster-wide)."""
+
+
+class DisruptionBudgetConfig(ConfigModel):
+    """A Karpenter disruption budget."""
+
+    nodes: BudgetNodes
+    """Most nodes disrupted at once: ``"0"`` blocks voluntary disruption while active."""
+    schedule: CronSchedule | None = None
+    """When the budget starts (cron, UTC), e.g. ``0 8 * * mon-fri``. Needs ``duration``."""
+    duration: BudgetDuration | None = None
+    """How long it stays active after each start, e.g. ``10h``."""
+    reasons: list[DisruptionReason] = []
+    """``Underutilized``, ``Empty``, ``Drifted``; empty: all reasons."""
+
+
+class KarpenterDisruptionConfig(ConfigModel):
+    """When Karpenter may remove the pool's nodes."""
+
+    consolidation_policy: ConsolidationPolicy | None = None
+    """Default: ``WhenEmpty`` for training pools (running training is never consolidated away),
+    ``WhenEmptyOrUnderutilized`` otherwise. Training pools must use ``WhenEmpty``."""
+    consolidate_after: KarpenterDuration = "15m"
+    """How long a node stays empty (or underutilised) before Karpenter removes it."""
+    budgets: list[DisruptionBudgetConfig] = Field(
+        default_factory=lambda: [DisruptionBudgetConfig.model_validate({"nodes": "10%"})]
+    )
+    """Default: at most 10% of the nodes at once (Karpenter's default)."""
+    expire_after: KarpenterDuration | None = None
+    """Node lifetime. Default ``Never`` for training (expiry ignores budgets), else ``720h``."""
+    termination_grace_period: KarpenterDuration | None = None
+    """Longest Karpenter waits for pods on a draining node before terminating it."""
+
+
+class NodeClassRefConfig(ConfigModel):
+    """The node class a Karpenter NodePool launches with."""
+
+    name: DnsSubdomain
+    group: str = "karpenter.k8s.aws"
+    kind: str = "EC2NodeClass"
+
+
+class BlockDeviceConfig(ConfigModel):
+    """An EBS volume of each node."""
+
+    device_name: str = "/dev/xvda"
+    volume_size: VolumeSize = "200Gi"
+    volume_type: VolumeType = "gp3"
+    iops: int | None = Field(default=None, ge=100)
+    throughput: int | None = Field(default=None, ge=125)
+    encrypted: bool = True
+    root_volume: bool = True
+
+
+_EVICTION_HARD: dict[EvictionSignal, str] = {"memory.available": "5%", "nodefs.available": "10%"}
+_EVICTION_SOFT: dict[EvictionSignal, str] = {"memory.available": "10%"}
+_EVICTION_SOFT_GRACE: dict[EvictionSignal, str] = {"memory.available": "2m"}
+_AMD64: list[Architecture] = ["amd64"]
+
+
+class KubeletConfig(ConfigModel):
+    """Kubelet settings. Seeds evict non-critical pods under memory pressure, before OOM kills."""
+
+    eviction_hard: dict[EvictionSignal, Threshold] = Field(
+        default_factory=lambda: dict(_EVICTION_HARD)
+    )
+    """Evict at once below these thresholds. Default: memory 5%, node disk 10%."""
+    eviction_soft: dict[EvictionSignal, Threshold] = Field(
+        default_factory=lambda: dict(_EVICTION_SOFT)
+    )
+    """Evict after ``evictionSoftGracePeriod`` below these. Default: memory 10%."""
+    eviction_soft_grace_period: dict[EvictionSignal, KarpenterDuration] = Field(
+        default_factory=lambda: dict(_EVICTION_SOFT_GRACE)
+    )
+    """One entry per ``evictionSoft`` signal. Default: 2m for memory."""
+    eviction_max_pod_grace_period: int | None = Field(default=None, ge=0)
+    max_pods: int | None = Field(default=None, ge=1)
+    system_reserved: dict[str, str] = {}
+    kube_reserved: dict[str, str] = {}
+
+
+class Ec2NodeClassConfig(ConfigModel):
+    """An EC2NodeClass the pool creates (AWS), named by ``nodeClassRef.name``."""
+
+    role: str = Field(min_length=1)
+    """IAM role name of the nodes."""
+    subnet_selector_tags: dict[str, str] = Field(min_length=1)
+    """Tags that select the nodes' subnets, e.g. ``karpenter.sh/discovery: <cluster>``."""
+    security_group_selector_tags: dict[str, str] = Field(min_length=1)
+    """Tags that select the nodes' security groups."""
+    ami_alias: AmiAlias = "al2023@latest"
+    """EKS-optimised AMI; its NVIDIA variant ships the driver. Pin a version in prod."""
+    block_devices: list[BlockDeviceConfig] = Field(
+        default_factory=lambda: [BlockDeviceConfig()], min_length=1
+    )
+    """Default: one encrypted 200Gi gp3 root volume."""
+    instance_store_policy: Literal["RAID0"] | None = None
+    """``RAID0``: use local NVMe (p5, g6e) as node ephemeral storage."""
+    kubelet: KubeletConfig = KubeletConfig()
+    tags: dict[str, str] = {}
+    """Tags on instances and volumes (cost allocation)."""
+    capacity_reservation_ids: list[str] = []
+    """ODCR / capacity block ids (``cr-...``) for ``capacityType: reserved``."""
+    capacity_reservation_tags: dict[str, str] = {}
+    """Tags that select capacity reservations."""
+
+
+class KarpenterPoolConfig(ConfigModel):
+    """Karpenter settings of a pool."""
+
+    node_class_ref: NodeClassRefConfig
+    """The node class to launch with. Required: every Karpenter pool names one."""
+    ec2_node_class: Ec2NodeClassConfig | None = None
+    """Create the EC2NodeClass with the pool. Omit to reference one managed elsewhere."""
+    instance_types: list[InstanceType] = []
+    """Allowed instance types, e.g. ``p5.48xlarge``. Set these or ``instanceFamilies``."""
+    instance_families: list[InstanceFamily] = []
+    """Allowed instance families, e.g. ``g6``."""
+    zones: list[str] = []
+    """Allowed zones; default: those of the node class's subnets."""
+    architectures: list[Architecture] = Field(default_factory=lambda: list(_AMD64), min_length=1)
+    disruption: KarpenterDisruptionConfig = KarpenterDisruptionConfig()
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Preference when several NodePools fit a pod (higher first)."""
+
+
+class GpuNodePoolConfig(ConfigModel):
+    """One pool of GPU nodes: one product, one sharing mode, one scheduling contract."""
+
+    name: DnsLabel
+    """Unique; the ``aiplatform.io/node-pool`` label value and the Kueue flavour name."""
+    backend: Backend
+    """``karpenter`` (nodes launched on demand) or ``static`` (existing on-premises nodes)."""
+    purpose: PoolPurpose = "training"
+    """``training`` pools are never consolidated while pods run; ``inference``/``batch`` may be."""
+    gpu_product: LabelValue = Field(min_length=1)
+    """``nvidia.com/gpu.product`` of the GPUs, e.g. ``NVIDIA-H100-80GB-HBM3``."""
+    gpus_per_node: int = Field(gt=0)
+    """Physical GPUs per node."""
+    min_nodes: int | None = Field(default=None, ge=0)
+    """Karpenter only. 0 (default) scales from zero; equal to ``maxNodes`` keeps that many nodes
+    (Karpenter static capacity). Karpenter NodePools have no floor in between."""
+    max_nodes: int | None = Field(default=None, ge=1)
+    """Karpenter only, required: caps the pool at ``maxNodes x gpusPerNode`` GPUs."""
+    nodes: list[DnsSubdomain] = []
+    """Static only, required: the names of the existing nodes."""
+    capacity_type: CapacityType = "on-demand"
+    """``on-demand``, ``spot`` (preemptible work only) or ``reserved`` (ODCRs, capacity blocks)."""
+    labels: LabelMap = {}
+    """Extra node labels."""
+    taints: list[TaintConfig] = []
+    """Extra taints; ``nvidia.com/gpu=present:NoSchedule`` is always set."""
+    sharing: GpuSharingConfig = GpuSharingConfig()
+    karpenter: KarpenterPoolConfig | None = None
+    """Required for ``backend: karpenter``; not allowed for ``static``."""
+
+    @property
+    def node_count(self) -> int:
+        """Most nodes the pool can have."""
+        if self.backend == "static":
+            return len(self.nodes)
+        return self.max_nodes or 0
+
+
+class GpuStackConfig(ConfigModel):
+    """The NVIDIA GPU Operator and what it installs on GPU nodes."""
+
+    enabled: bool = True
+    """Install the GPU operator. Off: no operator (a cluster without GPUs still previews)."""
+    driver: bool = True
+    """Install the NVIDIA driver on nodes. False where node images ship it (EKS GPU AMIs)."""
+    toolkit: bool = True
+    """Install the NVIDIA container toolkit. False where node images ship it."""
+    gpu_feature_discovery: bool = True
+    """Label nodes with GPU facts (product, memory, MIG, sharing)."""
+    dcgm_exporter: bool = True
+    """Export GPU metrics for Prometheus."""
+    service_monitor: bool = False
+    """Create the DCGM exporter's ServiceMonitor; needs the Prometheus operator (monitoring)."""
+    node_feature_discovery: bool = True
+    """Deploy NFD with the operator; false if the cluster already runs it."""

@@ -1,0 +1,78 @@
+"""``ai-platform:queueing`` and ``teams[].queue``: Kueue queues with fair sharing of idle GPUs.
+
+Model: every queued team gets a ClusterQueue in one shared cohort. ``teams[].queue.pools`` lists
+the node pools the team queues on, each with a nominal quota (guaranteed), a borrowing limit
+(what it may take from idle quota of other teams) and a lending limit (what it lets others take).
+The namespace ResourceQuota stays the hard cap: nominal plus borrowing must fit under it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import ConfigModel, DnsLabel, DnsSubdomain
+from .quantity import Quantity
+
+QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
+ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
+WithinQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+
+
+class QuotaAmounts(ConfigModel):
+    """Amounts of the three queued resources; each one optional."""
+
+    gpus: int | None = Field(default=None, ge=0)
+    """In the pool's GPU resource: whole GPUs, time-slice replicas or MIG slices."""
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class TeamPoolQuota(ConfigModel):
+    """A team's share of one node pool (one Kueue flavour)."""
+
+    pool: DnsLabel
+    """A pool from ``ai-platform:nodePools``."""
+    gpus: int = Field(ge=0)
+    """Nominal (guaranteed) quota in the pool's GPU resource units."""
+    cpu: Quantity = "0"
+    """Nominal CPU for pods on this pool."""
+    memory: Quantity = "0"
+    """Nominal memory for pods on this pool."""
+    borrowing_limit: QuotaAmounts = QuotaAmounts()
+    """Most the team may borrow above nominal from idle quota in the cohort. Unset resources
+    borrow nothing: borrowing is explicit, and must fit under the namespace quota."""
+    lending_limit: QuotaAmounts = QuotaAmounts()
+    """Most of the nominal quota other teams may borrow while it is idle (reclaimed by
+    preemption). Unset resources lend all of it."""
+
+
+class TeamQueueConfig(ConfigModel):
+    """The team's ClusterQueue and LocalQueue."""
+
+    pools: list[TeamPoolQuota] = Field(min_length=1)
+    """Pools in preference order: Kueue tries the first pool with room first."""
+    fair_sharing_weight: Quantity = "1"
+    """Share of idle cohort capacity relative to other teams (fair sharing)."""
+
+
+class QueueingConfig(ConfigModel):
+    """Kueue for the whole cluster."""
+
+    enabled: bool = True
+    """Install Kueue and create flavours and team queues."""
+    cohort: DnsSubdomain = "ai-platform"
+    """Cohort of every team's ClusterQueue: teams borrow each other's idle GPUs."""
+    overcommit: float = Field(default=1.0, ge=1.0, le=4.0)
+    """Teams' nominal GPU quotas on a pool may add up to its maximum GPUs x this factor."""
+    queueing_strategy: QueueingStrategy = "BestEffortFIFO"
+    """``BestEffortFIFO`` lets small jobs pass a large one that does not fit yet."""
+    reclaim_within_cohort: ReclaimPolicy = "Any"
+    """A team reclaiming its nominal quota preempts borrowers of any priority."""
+    within_cluster_queue: WithinQueuePolicy = "LowerPriority"
+    """Higher-priority work of a team preempts the team's own lower-priority work."""
+    fair_sharing: bool = True
+    """Preemption-based fair sharing of borrowed capacity, by ``fairSharingWeight``."""
+    service_monitor: bool = False
+    """Create Kueue's ServiceMonitor; needs the Prometheus operator (monitoring)."""

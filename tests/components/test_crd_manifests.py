@@ -1,0 +1,64 @@
+"""Every custom resource of the GPU, node pool and queueing layers validates against its CRD.
+
+Karpenter NodePool/EC2NodeClass and Kueue ResourceFlavor/ClusterQueue/LocalQueue/
+WorkloadPriorityClass from both stack files, checked with the shared CRD catalog; a kind with
+no schema fails instead of passing silently.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.components.crd_schemas import crd_location, schema_errors
+
+KINDS = {
+    "NodePool",
+    "EC2NodeClass",
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+}
+
+
+def test_catalog_is_present():
+    assert (crd_location() / "karpenter.sh" / "nodepool_v1.json").is_file(), crd_location()
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_custom_resources_match_their_crd_schemas(stack, dev_run, prod_run):
+    run = {"dev": dev_run, "prod": prod_run}[stack]
+    checked = {kind: 0 for kind in KINDS}
+    problems = []
+    for resource in run.kubernetes_objects():
+        if resource.kind not in KINDS:
+            continue
+        checked[resource.kind] += 1
+        problems += [
+            f"{resource.kind}/{resource.metadata['name']}: {error}"
+            for error in schema_errors(resource.inputs)
+        ]
+    assert problems == []
+    expected = KINDS if stack == "prod" else KINDS - {"NodePool", "EC2NodeClass"}
+    assert {kind for kind, count in checked.items() if count} == expected
+
+
+def test_a_broken_manifest_is_reported(prod_run):
+    manifest = dict(prod_run.find("ClusterQueue", "team-research").inputs)
+    manifest["spec"] = {**manifest["spec"], "cohort": "v1beta1-field"}
+    assert any("cohort" in error for error in schema_errors(manifest))
+    assert schema_errors({"apiVersion": "ray.io/v1", "kind": "RayCluster"}) == [
+        "no schema for ray.io/v1 RayCluster"
+    ]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_whole_stack_validates_with_the_preview_validator(stack, dev_run, prod_run):
+    """The same check the offline preview runs: every object valid, no kind without a schema."""
+    from tools.schema_validation import validate_all
+
+    run = {"dev": dev_run, "prod": prod_run}[stack]
+    report = validate_all([r.inputs for r in run.kubernetes_objects()], "1.33", crd_location())
+    assert not report.failed(), report.summary_text()
+    kinds = {result.kind for result in report.results}
+    assert KINDS - {"NodePool", "EC2NodeClass"} <= kinds
