@@ -1,0 +1,558 @@
+"""Security policies: the Kubernetes Pod Security Standards (checked at deploy time, before Pod
+Security Admission rejects pods at run time), namespace hygiene, exposure, tokens and RBAC.
+
+The PSS controls follow the "Pod Security Standards" page of kubernetes.io (v1.33). pss-baseline
+checks the baseline profile; pss-restricted checks the controls restricted adds on top of it, so
+a workload meets "restricted" when both pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, NamedTuple
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+
+from .kube import as_int, as_map, as_seq, as_str, dig, iter_strings, name_of, parse_type
+from .podspec import POD_TEMPLATE_PATHS, ContainerRef, PodView, pod_view
+from .registry import (
+    NO_KNOBS,
+    Category,
+    Knobs,
+    bool_value,
+    resource_policy,
+    str_list,
+    str_map,
+    string_list_schema,
+)
+from .scope import (
+    in_namespaces,
+    namespaces,
+    privileged_namespaces_knob,
+    system_namespaces_knob,
+)
+
+WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
+
+BASELINE_CAPABILITIES: Final = frozenset(
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
+)
+SAFE_SYSCTLS: Final = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+    }
+)
+SELINUX_TYPES: Final = frozenset(
+    {
+        "",
+        "container_t",
+        "container_init_t",
+        "container_kvm_t",
+        "container_engine_t",
+    }
+)
+RESTRICTED_VOLUME_TYPES: Final = frozenset(
+    {
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+    }
+)
+APPARMOR_ANNOTATION_PREFIX: Final = "container.apparmor.security.beta.kubernetes.io/"
+
+
+def _contexts(view: PodView) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(who, securityContext)`` for the pod and then every container."""
+    yield "pod", view.pod_security_context
+    for container in view.containers:
+        yield container.label, container.security_context
+
+
+def _baseline(view: PodView) -> Iterator[str]:
+    spec = view.spec
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(field) is True:
+            yield f"pod sets {field}: true"
+    for who, context in _contexts(view):
+        if dig(context, "windowsOptions", "hostProcess") is True:
+            yield f"{who} sets securityContext.windowsOptions.hostProcess: true"
+        seccomp = dig(context, "seccompProfile", "type")
+        if seccomp == "Unconfined":
+            yield f"{who} sets securityContext.seccompProfile.type: Unconfined"
+        apparmor = dig(context, "appArmorProfile", "type")
+        if apparmor is not None and apparmor not in ("RuntimeDefault", "Localhost"):
+            yield f"{who} sets securityContext.appArmorProfile.type: {apparmor}"
+        selinux = as_map(context.get("seLinuxOptions"))
+        selinux_type = selinux.get("type")
+        if selinux_type is not None and selinux_type not in SELINUX_TYPES:
+            yield f"{who} sets securityContext.seLinuxOptions.type: {selinux_type}"
+        for field in ("user", "role"):
+            if selinux.get(field) not in (None, ""):
+                yield f"{who} sets securityContext.seLinuxOptions.{field}"
+    for container in view.containers:
+        context = container.security_context
+        if context.get("privileged") is True:
+            yield f"{container.label} sets securityContext.privileged: true"
+        added = sorted(
+            set(iter_strings(dig(context, "capabilities", "add"))) - BASELINE_CAPABILITIES
+        )
+        if added:
+            yield f"{container.label} adds capabilities beyond the baseline set: {', '.join(added)}"
+        proc_mount = context.get("procMount")
+        if proc_mount not in (None, "Default"):
+            yield f"{container.label} sets securityContext.procMount: {proc_mount}"
+        for port in as_seq(container.spec.get("ports")):
+            host_port = as_int(as_map(port).get("hostPort"))
+            if host_port:
+                yield f"{container.label} uses hostPort {host_port}"
+    for key, value in view.pod_annotations.items():
+        if (
+            key.startswith(APPARMOR_ANNOTATION_PREFIX)
+            and isinstance(value, str)
+            and not (value == "runtime/default" or value.startswith("localhost/"))
+        ):
+            yield f"pod annotation {key} sets AppArmor profile {value}"
+    for name, volume in view.volumes.items():
+        if "hostPath" in volume:
+            path = as_str(as_map(volume.get("hostPath")).get("path")) or ""
+            yield f'volume "{name}" is a hostPath volume ("{path}")'
+    for sysctl in as_seq(view.pod_security_context.get("sysctls")):
+        sysctl_name = as_str(as_map(sysctl).get("name"))
+        if sysctl_name is not None and sysctl_name not in SAFE_SYSCTLS:
+            yield f"pod sets the unsafe sysctl {sysctl_name}"
+
+
+def _restricted(view: PodView) -> Iterator[str]:
+    for name, volume in view.volumes.items():
+        source = next((str(k) for k in volume if k != "name"), "unknown")
+        if source not in RESTRICTED_VOLUME_TYPES:
+            yield f'volume "{name}" uses volume type {source}, which restricted pods may not use'
+    pod_context = view.pod_security_context
+    pod_non_root = pod_context.get("runAsNonRoot")
+    if pod_non_root is False:
+        yield "pod sets securityContext.runAsNonRoot: false"
+    if as_int(pod_context.get("runAsUser")) == 0:
+        yield "pod sets securityContext.runAsUser: 0"
+    windows = dig(view.spec, "os", "name") == "windows"
+    pod_seccomp = dig(pod_context, "seccompProfile", "type")
+    for container in view.containers:
+        yield from _restricted_container(container, pod_non_root is True, pod_seccomp, windows)
+
+
+def _restricted_container(
+    container: ContainerRef, pod_non_root: bool, pod_seccomp: Any, windows: bool
+) -> Iterator[str]:
+    context = container.security_context
+    who = container.label
+    non_root = context.get("runAsNonRoot")
+    if non_root is False:
+        yield f"{who} sets securityContext.runAsNonRoot: false"
+    elif non_root is not True and not pod_non_root:
+        yield f"{who} must set securityContext.runAsNonRoot: true (or the pod must)"
+    if as_int(context.get("runAsUser")) == 0:
+        yield f"{who} sets securityContext.runAsUser: 0"
+    if windows:
+        return  # the next controls do not apply to Windows pods
+    if context.get("allowPrivilegeEscalation") is not False:
+        yield f"{who} must set securityContext.allowPrivilegeEscalation: false"
+    seccomp = dig(context, "seccompProfile", "type")
+    if seccomp is None and pod_seccomp not in ("RuntimeDefault", "Localhost"):
+        yield f"{who} must set seccompProfile.type RuntimeDefault or Localhost (or the pod must)"
+    elif seccomp is not None and seccomp not in ("RuntimeDefault", "Localhost"):
+        yield f"{who} sets securityContext.seccompProfile.type: {seccomp}"
+    capabilities = as_map(context.get("capabilities"))
+    if "ALL" not in set(iter_strings(capabilities.get("drop"))):
+        yield f"{who} must drop ALL capabilities (securityContext.capabilities.drop: [ALL])"
+    added = sorted(set(iter_strings(capabilities.get("add"))) - {"NET_BIND_SERVICE"})
+    if added:
+        yield f"{who} adds capabilities {', '.join(added)}; restricted allows only NET_BIND_SERVICE"
+
+
+def _pss(profile: str) -> Any:
+    rules = _baseline if profile == "baseline" else _restricted
+
+    def check(
+        args: ResourceValidationArgs, report: ReportViolation, exempt: frozenset[str]
+    ) -> None:
+        view = pod_view(args.resource_type, args.props)
+        if view is None or in_namespaces(args.props, exempt):
+            return
+        for message in rules(view):
+            report(message, None)
+
+    return check
+
+
+_EXEMPT_KNOBS: Final = Knobs(
+    {"exemptNamespaces": privileged_namespaces_knob()},
+    lambda raw: namespaces(raw, "exemptNamespaces"),
+)
+
+pss_baseline = resource_policy(
+    name="pss-baseline",
+    description="Workloads meet the Pod Security Standards baseline profile.",
+    category=Category.SECURITY,
+    severity=Severity.CRITICAL,
+    remediation=(
+        "Remove host namespaces (hostNetwork/hostPID/hostIPC), privileged mode, hostPath "
+        "volumes, hostPorts, added capabilities outside the baseline set, custom SELinux "
+        "users/roles/types, unmasked /proc, Unconfined seccomp/AppArmor and unsafe sysctls. "
+        "Agents that truly need the host run in an exempt system namespace (exemptNamespaces)."
+    ),
+    check=_pss("baseline"),
+    knobs=_EXEMPT_KNOBS,
+    kinds=WORKLOAD_KINDS,
+    level=EnforcementLevel.MANDATORY,
+)
+
+pss_restricted = resource_policy(
+    name="pss-restricted",
+    description=(
+        "Workloads meet the controls the Pod Security Standards restricted profile adds to "
+        "baseline."
+    ),
+    category=Category.SECURITY,
+    severity=Severity.HIGH,
+    remediation=(
+        "Set on the pod securityContext runAsNonRoot: true and seccompProfile: {type: "
+        "RuntimeDefault}; on every container allowPrivilegeEscalation: false and capabilities: "
+        "{drop: [ALL]} (add back only NET_BIND_SERVICE); use only configMap, csi, downwardAPI, "
+        "emptyDir, ephemeral, persistentVolumeClaim, projected and secret volumes. Team "
+        "namespaces enforce restricted Pod Security Admission, so violating pods never start."
+    ),
+    check=_pss("restricted"),
+    knobs=_EXEMPT_KNOBS,
+    kinds=WORKLOAD_KINDS,
+)
+
+
+# --- no-default-namespace -----------------------------------------------------------------------
+NAMESPACED_KINDS: Final = frozenset(
+    {
+        *POD_TEMPLATE_PATHS,
+        "core/Service",
+        "core/ConfigMap",
+        "core/Secret",
+        "core/PersistentVolumeClaim",
+        "core/ServiceAccount",
+        "core/Endpoints",
+        "core/LimitRange",
+        "core/ResourceQuota",
+        "rbac.authorization.k8s.io/Role",
+        "rbac.authorization.k8s.io/RoleBinding",
+        "networking.k8s.io/NetworkPolicy",
+        "networking.k8s.io/Ingress",
+        "policy/PodDisruptionBudget",
+        "autoscaling/HorizontalPodAutoscaler",
+        "discovery.k8s.io/EndpointSlice",
+        "coordination.k8s.io/Lease",
+        "kueue.x-k8s.io/LocalQueue",
+    }
+)
+"""Kinds known to be namespaced: for these a missing namespace means the default namespace.
+Other kinds are flagged only when they name ``default`` explicitly (CRDs may be cluster-scoped)."""
+
+
+def _check_default_ns(args: ResourceValidationArgs, report: ReportViolation, _: None) -> None:
+    token = parse_type(args.resource_type)
+    if token is None or token.group_kind == "core/Namespace":
+        return
+    namespace = as_str(as_map(args.props.get("metadata")).get("namespace"))
+    who = f'{token.kind} "{name_of(args.props)}"'
+    if namespace == "default":
+        report(f"{who} is in the default namespace; put it in a team or system namespace", None)
+    elif not namespace and token.group_kind in NAMESPACED_KINDS:
+        provider_ns = as_str(args.provider.props.get("namespace")) if args.provider else None
+        if not provider_ns or provider_ns == "default":
+            report(
+                f"{who} sets no metadata.namespace, so it lands in the default namespace; "
+                "set the namespace explicitly",
+                None,
+            )
+
+
+no_default_namespace = resource_policy(
+    name="no-default-namespace",
+    description="Nothing is deployed to the default namespace.",
+    category=Category.SECURITY,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Set metadata.namespace to the owning team's namespace (or a platform namespace). The "
+        "default namespace has no quota, no default-deny network policy and no Pod Security "
+        "enforcement, and it is where kubectl users land by accident."
+    ),
+    check=_check_default_ns,
+    knobs=NO_KNOBS,
+    kinds=None,
+)
+
+
+# --- service-exposure -----------------------------------------------------------------------------
+DEFAULT_INTERNAL_ANNOTATIONS: Final = {
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+    "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+    "networking.gke.io/load-balancer-type": "Internal",
+    "cloud.google.com/load-balancer-type": "Internal",
+    "service.beta.kubernetes.io/openstack-internal-load-balancer": "true",
+}
+
+
+class ExposureRules(NamedTuple):
+    allow_internal_lb: bool
+    allow_node_ports: bool
+    internal: dict[str, str]
+    exempt: frozenset[str]
+
+
+def _parse_exposure(raw: Mapping[str, Any]) -> ExposureRules:
+    return ExposureRules(
+        bool_value(raw.get("allowInternalLoadBalancers"), True),
+        bool_value(raw.get("allowNodePorts"), False),
+        str_map(raw.get("internalAnnotations")),
+        frozenset(str_list(raw.get("exemptServices"))),
+    )
+
+
+def _check_exposure(
+    args: ResourceValidationArgs, report: ReportViolation, cfg: ExposureRules
+) -> None:
+    meta = as_map(args.props.get("metadata"))
+    name = name_of(args.props)
+    namespace = as_str(meta.get("namespace")) or "default"
+    if f"{namespace}/{name}" in cfg.exempt:
+        return
+    spec = as_map(args.props.get("spec"))
+    who = f'Service "{name}"'
+    kind = spec.get("type")
+    if kind == "LoadBalancer":
+        annotations = as_map(meta.get("annotations"))
+        internal = any(
+            isinstance(annotations.get(key), str) and annotations[key].lower() == value.lower()
+            for key, value in cfg.internal.items()
+        )
+        if not cfg.allow_internal_lb:
+            report(
+                f"{who} is type LoadBalancer; load balancers are not allowed in this stack", None
+            )
+        elif not internal:
+            options = ", ".join(f"{k}={v}" for k, v in sorted(cfg.internal.items()))
+            report(
+                f"{who} is type LoadBalancer without an internal load balancer annotation "
+                f"(one of: {options})",
+                None,
+            )
+    elif kind == "NodePort" and not cfg.allow_node_ports:
+        report(f"{who} is type NodePort; node ports open the service on every node's address", None)
+    external_ips = list(iter_strings(spec.get("externalIPs")))
+    if external_ips:
+        report(
+            f"{who} sets externalIPs ({', '.join(external_ips)}); these bypass load balancer "
+            "controls and can intercept cluster traffic",
+            None,
+        )
+
+
+service_exposure = resource_policy(
+    name="service-exposure",
+    description=(
+        "Services are not exposed outside the cluster: no NodePort, no public LoadBalancer, "
+        "no externalIPs."
+    ),
+    category=Category.SECURITY,
+    severity=Severity.HIGH,
+    remediation=(
+        "Use ClusterIP Services behind the platform's ingress. A LoadBalancer must carry one of "
+        "the cloud's internal load balancer annotations (internalAnnotations); a public entry "
+        "point that is reviewed and intended goes in exemptServices as <namespace>/<name>."
+    ),
+    check=_check_exposure,
+    knobs=Knobs(
+        {
+            "allowInternalLoadBalancers": {
+                "type": "boolean",
+                "default": True,
+                "description": "Allow LoadBalancer Services that carry an internal annotation.",
+            },
+            "allowNodePorts": {
+                "type": "boolean",
+                "default": False,
+                "description": "Allow NodePort Services.",
+            },
+            "internalAnnotations": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "default": DEFAULT_INTERNAL_ANNOTATIONS,
+                "description": "Annotation key → value (case-insensitive) that marks a load "
+                "balancer as internal; any one suffices.",
+            },
+            "exemptServices": string_list_schema(
+                "Reviewed public Services, as <namespace>/<name>.", ()
+            ),
+        },
+        _parse_exposure,
+    ),
+    kinds=("core/Service",),
+)
+
+
+# --- sa-token-automount-disabled ------------------------------------------------------------------
+class TokenRules(NamedTuple):
+    system: frozenset[str]
+    allowed_accounts: frozenset[str]
+
+
+def _check_token(args: ResourceValidationArgs, report: ReportViolation, cfg: TokenRules) -> None:
+    view = pod_view(args.resource_type, args.props)
+    if view is None or in_namespaces(args.props, cfg.system):
+        return
+    account = as_str(view.spec.get("serviceAccountName")) or "default"
+    if account in cfg.allowed_accounts:
+        return
+    if view.spec.get("automountServiceAccountToken") is not False:
+        report(
+            f"pod template does not set automountServiceAccountToken: false (service account "
+            f'"{account}"); the token lets anything in the pod call the Kubernetes API',
+            None,
+        )
+
+
+sa_token_automount_disabled = resource_policy(
+    name="sa-token-automount-disabled",
+    description=(
+        "Team pods do not mount a Kubernetes API token unless their service account needs one."
+    ),
+    category=Category.SECURITY,
+    severity=Severity.LOW,
+    remediation=(
+        "Set spec.automountServiceAccountToken: false on the pod template. Workloads that talk "
+        "to the API (operators, launchers of distributed jobs) use a dedicated service account "
+        "listed in allowedServiceAccounts."
+    ),
+    check=_check_token,
+    knobs=Knobs(
+        {
+            "systemNamespaces": system_namespaces_knob(),
+            "allowedServiceAccounts": string_list_schema(
+                "Service account names whose pods may mount a token.", ()
+            ),
+        },
+        lambda raw: TokenRules(
+            namespaces(raw, "systemNamespaces"),
+            frozenset(str_list(raw.get("allowedServiceAccounts"))),
+        ),
+    ),
+    kinds=WORKLOAD_KINDS,
+)
+
+
+# --- rbac-no-cluster-admin ------------------------------------------------------------------------
+class RbacRules(NamedTuple):
+    privileged_roles: frozenset[str]
+    allowed_bindings: frozenset[str]
+
+
+def _subjects(props: Mapping[str, Any]) -> str:
+    items = []
+    for subject in as_seq(props.get("subjects")):
+        subject = as_map(subject)
+        kind = as_str(subject.get("kind")) or "?"
+        name = as_str(subject.get("name")) or "?"
+        namespace = as_str(subject.get("namespace"))
+        items.append(f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}")
+    return ", ".join(items) or "no subjects"
+
+
+def _check_rbac(args: ResourceValidationArgs, report: ReportViolation, cfg: RbacRules) -> None:
+    token = parse_type(args.resource_type)
+    if token is None:
+        return
+    name = name_of(args.props)
+    namespace = as_str(as_map(args.props.get("metadata")).get("namespace"))
+    key = f"{namespace}/{name}" if namespace else name
+    if key in cfg.allowed_bindings:
+        return
+    if token.kind == "ClusterRole":
+        for index, rule in enumerate(as_seq(args.props.get("rules")), start=1):
+            rule = as_map(rule)
+            if all(
+                "*" in set(iter_strings(rule.get(f))) for f in ("apiGroups", "resources", "verbs")
+            ):
+                report(
+                    f'ClusterRole "{name}" rule {index} grants every verb on every resource '
+                    "(equivalent to cluster-admin)",
+                    None,
+                )
+        return
+    role_ref = as_map(args.props.get("roleRef"))
+    if role_ref.get("kind") == "ClusterRole" and role_ref.get("name") in cfg.privileged_roles:
+        where = f' in namespace "{namespace}"' if token.kind == "RoleBinding" else ""
+        report(
+            f'{token.kind} "{name}" grants {role_ref.get("name")}{where} to '
+            f"{_subjects(args.props)}",
+            None,
+        )
+
+
+rbac_no_cluster_admin = resource_policy(
+    name="rbac-no-cluster-admin",
+    description="No binding grants cluster-admin and no ClusterRole grants everything.",
+    category=Category.SECURITY,
+    severity=Severity.CRITICAL,
+    remediation=(
+        "Bind teams to the namespaced admin/viewer Roles the platform creates. A break-glass "
+        "binding that is reviewed and intended goes in allowedBindings (name, or "
+        "<namespace>/<name> for RoleBindings)."
+    ),
+    check=_check_rbac,
+    knobs=Knobs(
+        {
+            "privilegedClusterRoles": string_list_schema(
+                "ClusterRoles no binding may grant.", ("cluster-admin",)
+            ),
+            "allowedBindings": string_list_schema(
+                "Reviewed exceptions: binding or ClusterRole names (<namespace>/<name> for "
+                "RoleBindings).",
+                (),
+            ),
+        },
+        lambda raw: RbacRules(
+            frozenset(str_list(raw.get("privilegedClusterRoles"))),
+            frozenset(str_list(raw.get("allowedBindings"))),
+        ),
+    ),
+    kinds=(
+        "rbac.authorization.k8s.io/ClusterRoleBinding",
+        "rbac.authorization.k8s.io/RoleBinding",
+        "rbac.authorization.k8s.io/ClusterRole",
+    ),
+    level=EnforcementLevel.MANDATORY,
+)

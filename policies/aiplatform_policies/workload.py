@@ -1,0 +1,557 @@
+"""Workload policies: predictable scheduling (resources), safe rollouts (probes, disruption
+budgets, autoscaler bounds), reproducible images and batch jobs that clean up after themselves."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, Final, NamedTuple
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    Severity,
+    StackValidationArgs,
+)
+
+from components.constants import (
+    WORKLOAD_TYPE_EVALUATION,
+    WORKLOAD_TYPE_INFERENCE,
+    WORKLOAD_TYPE_TRAINING,
+)
+
+from .kube import (
+    LabelSelector,
+    as_int,
+    as_map,
+    as_str,
+    dig,
+    effective_namespace,
+    fmt_num,
+    is_kind,
+    name_of,
+    parse_quantity,
+)
+from .podspec import POD_TEMPLATE_PATHS, PodView, pod_view, workload_replicas
+from .registry import (
+    Category,
+    Knobs,
+    bool_value,
+    int_value,
+    resource_policy,
+    stack_policy,
+    str_list,
+    string_list_schema,
+)
+from .scope import namespaces, system_namespaces_knob
+
+WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
+SERVING_KINDS: Final = frozenset({"apps/Deployment", "apps/StatefulSet"})
+BATCH_KINDS: Final = frozenset({"batch/Job", "batch/CronJob"})
+PDB: Final = "policy/PodDisruptionBudget"
+HPA: Final = "autoscaling/HorizontalPodAutoscaler"
+
+
+def is_serving(view: PodView, system_namespaces: frozenset[str]) -> bool:
+    """Inference pods anywhere (except batch jobs), and long-running Deployments/StatefulSets
+    in team namespaces unless they say they are training or evaluation."""
+    if view.token.group_kind in BATCH_KINDS:
+        return False
+    kind = view.workload_type
+    if kind == WORKLOAD_TYPE_INFERENCE:
+        return True
+    if kind in (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION):
+        return False
+    return (
+        view.token.group_kind in SERVING_KINDS
+        and (view.namespace or "default") not in system_namespaces
+    )
+
+
+# --- container-resources ------------------------------------------------------------------------
+class ResourceRules(NamedTuple):
+    require_cpu_limit: bool
+
+
+_REQUIRED: Final = (("requests", "cpu"), ("requests", "memory"), ("limits", "memory"))
+
+
+def _check_resources(
+    args: ResourceValidationArgs, report: ReportViolation, cfg: ResourceRules
+) -> None:
+    view = pod_view(args.resource_type, args.props)
+    if view is None:
+        return
+    required = _REQUIRED + ((("limits", "cpu"),) if cfg.require_cpu_limit else ())
+    for container in view.containers:
+        if container.section == "ephemeralContainers":
+            continue  # the API forbids resources on ephemeral containers
+        resources = container.resources
+        requests = as_map(resources.get("requests"))
+        limits = as_map(resources.get("limits"))
+        sections = {"requests": requests, "limits": limits}
+        missing = [f"resources.{s}.{r}" for s, r in required if sections[s].get(r) in (None, "")]
+        if missing:
+            report(f"{container.label} sets no {', '.join(missing)}", None)
+        parsed: dict[tuple[str, str], Decimal] = {}
+        for section, values in sections.items():
+            for resource in ("cpu", "memory"):
+                raw = values.get(resource)
+                if raw in (None, ""):
+                    continue
+                amount = parse_quantity(raw)
+                if amount is None or amount < 0:
+                    report(
+                        f'{container.label} sets resources.{section}.{resource} to "{raw}", '
+                        "which is not a Kubernetes quantity",
+                        None,
+                    )
+                else:
+                    parsed[(section, resource)] = amount
+        for resource in ("cpu", "memory"):
+            request = parsed.get(("requests", resource))
+            limit = parsed.get(("limits", resource))
+            if request is not None and limit is not None and limit < request:
+                report(
+                    f"{container.label} has a {resource} limit of {fmt_num(limits.get(resource))} "
+                    f"below its request of {fmt_num(requests.get(resource))}",
+                    None,
+                )
+
+
+container_resources = resource_policy(
+    name="container-resources",
+    description="Every container (init containers too) requests CPU and memory and limits memory.",
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Set resources.requests.cpu, resources.requests.memory and resources.limits.memory on "
+        "every container and init container, with limits >= requests. Requests are what the "
+        "scheduler and quotas count; a missing memory limit lets one pod take the node's memory. "
+        "CPU limits are optional (they throttle) unless requireCpuLimit is set."
+    ),
+    check=_check_resources,
+    knobs=Knobs(
+        {
+            "requireCpuLimit": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also require resources.limits.cpu.",
+            }
+        },
+        lambda raw: ResourceRules(bool_value(raw.get("requireCpuLimit"), False)),
+    ),
+    kinds=WORKLOAD_KINDS,
+)
+
+
+# --- serving-probes -------------------------------------------------------------------------------
+class ProbeRules(NamedTuple):
+    system_namespaces: frozenset[str]
+    require_startup: bool
+
+
+def _check_probes(args: ResourceValidationArgs, report: ReportViolation, cfg: ProbeRules) -> None:
+    view = pod_view(args.resource_type, args.props)
+    if view is None or not is_serving(view, cfg.system_namespaces):
+        return
+    probes = ("readinessProbe", "livenessProbe") + (
+        ("startupProbe",) if cfg.require_startup else ()
+    )
+    for container in view.app_containers():
+        missing = [p for p in probes if not isinstance(container.spec.get(p), Mapping)]
+        if missing:
+            report(
+                f"{container.label} of a serving workload has no {' and no '.join(missing)}", None
+            )
+
+
+serving_probes = resource_policy(
+    name="serving-probes",
+    description="Serving containers have readiness and liveness probes.",
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Add a readinessProbe (traffic only once the model is loaded) and a livenessProbe "
+        "(restart a wedged server) to every container of inference workloads and of "
+        "Deployments/StatefulSets in team namespaces. Slow model loads want a startupProbe too."
+    ),
+    check=_check_probes,
+    knobs=Knobs(
+        {
+            "systemNamespaces": system_namespaces_knob(),
+            "requireStartupProbe": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also require a startupProbe.",
+            },
+        },
+        lambda raw: ProbeRules(
+            namespaces(raw, "systemNamespaces"), bool_value(raw.get("requireStartupProbe"), False)
+        ),
+    ),
+    kinds=WORKLOAD_KINDS,
+)
+
+
+# --- images ---------------------------------------------------------------------------------------
+class ImageRef(NamedTuple):
+    registry: str
+    repository: str
+    """``registry/path`` without tag or digest, registry normalised (``docker.io/library/x``)."""
+    tag: str | None
+    digest: str | None
+
+
+_DIGEST: Final = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-fA-F0-9]{32,}$")
+
+
+def parse_image(image: str) -> ImageRef:
+    """Split an image reference the way container runtimes resolve it."""
+    name, _, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    tag = None
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1 :]
+    first, sep, rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        registry, path = first, rest
+    else:
+        registry, path = "docker.io", name
+        if "/" not in path:
+            path = f"library/{path}"
+    if registry in ("index.docker.io", "registry-1.docker.io"):
+        registry = "docker.io"
+    return ImageRef(registry, f"{registry}/{path}", tag, digest or None)
+
+
+class PinRules(NamedTuple):
+    require_digest: bool
+    mutable_tags: frozenset[str]
+
+
+def _check_pinned(args: ResourceValidationArgs, report: ReportViolation, cfg: PinRules) -> None:
+    view = pod_view(args.resource_type, args.props)
+    if view is None:
+        return
+    for container in view.containers:
+        image = as_str(container.spec.get("image"))
+        if not image:
+            report(f"{container.label} sets no image", None)
+            continue
+        ref = parse_image(image)
+        if ref.digest is not None:
+            if not _DIGEST.match(ref.digest):
+                report(f'{container.label} image "{image}" has a malformed digest', None)
+            continue
+        if ref.tag is None:
+            report(
+                f'{container.label} image "{image}" has no tag; pin a version tag or a digest', None
+            )
+        elif ref.tag in cfg.mutable_tags:
+            report(
+                f'{container.label} image "{image}" uses the mutable tag "{ref.tag}"; pin a '
+                "version tag or a digest",
+                None,
+            )
+        elif cfg.require_digest:
+            report(f'{container.label} image "{image}" is not pinned by digest (@sha256:...)', None)
+
+
+image_pinned = resource_policy(
+    name="image-pinned",
+    description="Container images are pinned: a version tag or a digest, never latest or no tag.",
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Reference images as registry/repo:1.2.3 or, better, registry/repo@sha256:<digest>. "
+        "'latest' and untagged images change under a running job: a restarted worker of a "
+        "multi-day training run may come back with different code."
+    ),
+    check=_check_pinned,
+    knobs=Knobs(
+        {
+            "requireDigest": {
+                "type": "boolean",
+                "default": False,
+                "description": "Require @sha256 digests, not only tags.",
+            },
+            "mutableTags": string_list_schema("Tags treated as unpinned.", ("latest",)),
+        },
+        lambda raw: PinRules(
+            bool_value(raw.get("requireDigest"), False), frozenset(str_list(raw.get("mutableTags")))
+        ),
+    ),
+    kinds=WORKLOAD_KINDS,
+)
+
+
+DEFAULT_REGISTRIES: Final = ("nvcr.io", "registry.k8s.io", "ghcr.io", "quay.io", "public.ecr.aws")
+
+
+def _registry_allowed(ref: ImageRef, allowed: tuple[str, ...]) -> bool:
+    for entry in allowed:
+        entry = entry.rstrip("/")
+        if ref.registry == entry or ref.repository.startswith(entry + "/"):
+            return True
+    return False
+
+
+def _check_registry(
+    args: ResourceValidationArgs, report: ReportViolation, allowed: tuple[str, ...]
+) -> None:
+    view = pod_view(args.resource_type, args.props)
+    if view is None:
+        return
+    for container in view.containers:
+        image = as_str(container.spec.get("image"))
+        if not image:
+            continue
+        ref = parse_image(image)
+        if not _registry_allowed(ref, allowed):
+            report(
+                f'{container.label} image "{image}" comes from {ref.registry}, which is not an '
+                f"allowed registry ({', '.join(allowed)})",
+                None,
+            )
+
+
+image_registry_allowed = resource_policy(
+    name="image-registry-allowed",
+    description="Container images come from the platform's allowed registries.",
+    category=Category.WORKLOAD,
+    severity=Severity.HIGH,
+    remediation=(
+        "Pull from an allowed registry (or mirror the image into one). Entries match a whole "
+        "registry (nvcr.io) or a path prefix (ghcr.io/acme); images without a registry are "
+        "docker.io/library images."
+    ),
+    check=_check_registry,
+    knobs=Knobs(
+        {
+            "allowedRegistries": string_list_schema(
+                "Registries or registry/path prefixes images may come from.", DEFAULT_REGISTRIES
+            )
+        },
+        lambda raw: str_list(raw.get("allowedRegistries")),
+    ),
+    kinds=WORKLOAD_KINDS,
+)
+
+
+# --- job-lifecycle --------------------------------------------------------------------------------
+def _check_job(args: ResourceValidationArgs, report: ReportViolation, max_backoff: int) -> None:
+    is_cron = is_kind(args.resource_type, "batch/CronJob")
+    spec = as_map(
+        dig(args.props, "spec", "jobTemplate", "spec") if is_cron else args.props.get("spec")
+    )
+    who = "CronJob job template" if is_cron else "Job"
+    missing = []
+    if spec.get("backoffLimit") is None and spec.get("backoffLimitPerIndex") is None:
+        missing.append("backoffLimit")
+    for field in ("activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        if spec.get(field) is None:
+            missing.append(field)
+    if missing:
+        report(f"{who} sets no {', '.join(missing)}", None)
+    backoff = as_int(spec.get("backoffLimit"))
+    if backoff is not None and backoff > max_backoff:
+        report(f"{who} sets backoffLimit {backoff}, above the maximum of {max_backoff}", None)
+
+
+job_lifecycle = resource_policy(
+    name="job-lifecycle",
+    description="Jobs bound their retries and run time and are garbage-collected when finished.",
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Set spec.backoffLimit (or backoffLimitPerIndex for indexed Jobs), "
+        "spec.activeDeadlineSeconds and spec.ttlSecondsAfterFinished on Jobs (for CronJobs: on "
+        "spec.jobTemplate.spec). A crash-looping GPU job otherwise retries for hours, and "
+        "finished Jobs pile up and keep their pods' logs and quota objects."
+    ),
+    check=_check_job,
+    knobs=Knobs(
+        {
+            "maxBackoffLimit": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 10,
+                "description": "Largest backoffLimit allowed.",
+            }
+        },
+        lambda raw: int_value(raw.get("maxBackoffLimit"), 10),
+    ),
+    kinds=BATCH_KINDS,
+)
+
+
+# --- hpa-replica-bounds ---------------------------------------------------------------------------
+def _check_hpa(args: ResourceValidationArgs, report: ReportViolation, floor: int) -> None:
+    name = name_of(args.props)
+    spec = as_map(args.props.get("spec"))
+    min_raw = spec.get("minReplicas")
+    minimum = as_int(min_raw) if min_raw is not None else 1
+    maximum = as_int(spec.get("maxReplicas"))
+    if minimum is None:
+        return
+    if maximum is not None and minimum > maximum:
+        report(
+            f'HorizontalPodAutoscaler "{name}" has minReplicas {minimum} above maxReplicas '
+            f"{maximum}",
+            None,
+        )
+    if minimum < floor:
+        shown = f"minReplicas {minimum}" if min_raw is not None else "no minReplicas (1)"
+        report(
+            f'HorizontalPodAutoscaler "{name}" has {shown}, below the required minimum of {floor}',
+            None,
+        )
+
+
+hpa_replica_bounds = resource_policy(
+    name="hpa-replica-bounds",
+    description="HorizontalPodAutoscalers have minReplicas <= maxReplicas and a minimum floor.",
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Set spec.minReplicas to at least minReplicas (2 in prod, so one replica survives a node "
+        "drain) and no higher than spec.maxReplicas."
+    ),
+    check=_check_hpa,
+    knobs=Knobs(
+        {
+            "minReplicas": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "Lowest minReplicas an HPA may set.",
+            }
+        },
+        lambda raw: int_value(raw.get("minReplicas"), 1),
+    ),
+    kinds=(HPA,),
+    level=EnforcementLevel.MANDATORY,
+)
+
+
+# --- serving-pdb (stack) --------------------------------------------------------------------------
+def _hpa_targets(resources: list[PolicyResource]) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """``(namespace, kind, name)`` → (minReplicas, maxReplicas) of HPAs in the stack."""
+    found = {}
+    for resource in resources:
+        if not is_kind(resource.resource_type, HPA):
+            continue
+        spec = as_map(resource.props.get("spec"))
+        target = as_map(spec.get("scaleTargetRef"))
+        kind, name = as_str(target.get("kind")), as_str(target.get("name"))
+        if kind and name:
+            minimum = as_int(spec.get("minReplicas")) or 1
+            maximum = as_int(spec.get("maxReplicas")) or minimum
+            found[(effective_namespace(resource.props), kind, name)] = (minimum, maximum)
+    return found
+
+
+def _allowed_disruptions(spec: Mapping[str, Any], replicas: int) -> tuple[bool, str]:
+    """Whether the budget lets at least one of ``replicas`` pods be evicted, and its setting."""
+    max_unavailable = spec.get("maxUnavailable")
+    min_available = spec.get("minAvailable")
+    if max_unavailable is not None:
+        shown = f"maxUnavailable: {fmt_num(max_unavailable)}"
+        return _scaled(max_unavailable, replicas) > 0, shown
+    if min_available is not None:
+        shown = f"minAvailable: {fmt_num(min_available)}"
+        return _scaled(min_available, replicas) < replicas, shown
+    return False, "neither minAvailable nor maxUnavailable"
+
+
+def _scaled(value: Any, replicas: int) -> int:
+    """An IntOrString budget value in pods; percentages round up, as the disruption controller."""
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            percent = Decimal(value[:-1])
+        except ArithmeticError:
+            return 0
+        return math.ceil(percent * replicas / 100)
+    number = as_int(value)
+    if number is None and isinstance(value, str) and value.isdigit():
+        number = int(value)
+    return number or 0
+
+
+def _check_pdb(args: StackValidationArgs, report: ReportViolation, system: frozenset[str]) -> None:
+    budgets: dict[str, list[tuple[PolicyResource, LabelSelector]]] = {}
+    for budget in args.resources:
+        if is_kind(budget.resource_type, PDB):
+            selector = LabelSelector(dig(budget.props, "spec", "selector"))
+            budgets.setdefault(effective_namespace(budget.props), []).append((budget, selector))
+    hpas = _hpa_targets(args.resources)
+    for resource in args.resources:
+        view = pod_view(resource.resource_type, resource.props)
+        if (
+            view is None
+            or view.token.group_kind not in SERVING_KINDS
+            or not is_serving(view, system)
+        ):
+            continue
+        namespace = effective_namespace(resource.props)
+        replicas = workload_replicas(view) or 1
+        scale = hpas.get((namespace, view.kind, view.name))
+        peak = replicas
+        if scale is not None:
+            replicas, peak = scale
+        if max(replicas, peak) < 2:
+            continue
+        who = f'{view.kind} "{view.name}"'
+        pod_labels = dict(view.pod_labels)
+        covering = [b for b, selector in budgets.get(namespace, ()) if selector.matches(pod_labels)]
+        if not covering:
+            report(
+                f"{who} runs up to {peak} replicas but no PodDisruptionBudget selects its pods",
+                resource.urn,
+            )
+            continue
+        if len(covering) > 1:
+            names = ", ".join(sorted(name_of(b.props) for b in covering))
+            report(
+                f"{who} is selected by {len(covering)} PodDisruptionBudgets ({names}); the "
+                "eviction API refuses to evict pods covered by more than one",
+                resource.urn,
+            )
+            continue
+        budget = covering[0]
+        ok, shown = _allowed_disruptions(as_map(budget.props.get("spec")), replicas)
+        if not ok:
+            report(
+                f'PodDisruptionBudget "{name_of(budget.props)}" ({shown}) allows no disruption '
+                f"of {who} at {replicas} replicas; node drains would block",
+                budget.urn,
+            )
+
+
+serving_pdb = stack_policy(
+    name="serving-pdb",
+    description=(
+        "Multi-replica serving workloads have exactly one PodDisruptionBudget that allows "
+        "evictions."
+    ),
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Add one PodDisruptionBudget per serving workload whose selector matches the pod "
+        "template labels, with maxUnavailable >= 1 (or a percentage) or minAvailable below the "
+        "replica count (the HPA's minReplicas when autoscaled). Without a budget a drain can "
+        "take every replica at once; with a budget that allows nothing, drains and node "
+        "upgrades hang."
+    ),
+    check=_check_pdb,
+    knobs=Knobs(
+        {"systemNamespaces": system_namespaces_knob()},
+        lambda raw: namespaces(raw, "systemNamespaces"),
+    ),
+)
