@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 from infra.config import ConfigError, StackFile
 
 from .mockrun import CapturedResource, MockRun, run_under_mocks
+from .policy_driver import PolicyConfigError, PolicyDriverError
+from .policy_step import run_policies
 from .render import write_manifests
 from .schema_validation import (
     ManifestValidator,
@@ -135,15 +137,28 @@ def preview(args: argparse.Namespace) -> int:
     policy_report: dict[str, Any] | None = None
     mandatory = 0
     if args.policies:
-        from .policy_step import run_policies
-
-        policy_result = _timed(
-            progress,
-            "policy",
-            "policy pack over the analyzer protocol",
-            lambda: run_policies(run.resources, stack=stack, project_root=root),
-        )
-        policy_report = policy_result.to_dict()
+        try:
+            policy_result, policy_config = _timed(
+                progress,
+                "policy",
+                "policy pack over the analyzer protocol",
+                lambda: run_policies(
+                    run.resources,
+                    stack=stack,
+                    environment=config.cluster.environment,
+                    project_root=root,
+                ),
+            )
+        except PolicyConfigError as exc:
+            print(f"policy config: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        except PolicyDriverError as exc:
+            print(f"policy pack failed: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        policy_report = {
+            **policy_result.to_dict(),
+            "configFile": str(policy_config.relative_to(root)) if policy_config else None,
+        }
         mandatory = policy_result.mandatory_count
 
     provider_problems = explicit_provider_problems(run.resources)
