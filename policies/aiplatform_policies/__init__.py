@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from . import gpu, network, security, stack, storage, workload
+from . import gpu, network, queueing, security, stack, storage, workload
 from .registry import PACK_NAME, REGISTRY, Category, PolicyMeta
 
 _CATEGORY_ORDER = list(Category)
@@ -33,6 +33,7 @@ __all__ = [
     "PolicyMeta",
     "gpu",
     "network",
+    "queueing",
     "security",
     "stack",
     "storage",
