@@ -86,6 +86,9 @@ def _redact(value: Any, path: str, secret_paths: list[str]) -> Any:
         return {k: _redact(v, f"{path}.{k}" if path else k, secret_paths) for k, v in value.items()}
     if isinstance(value, list):
         return [_redact(v, f"{path}[{i}]", secret_paths) for i, v in enumerate(value)]
+    if isinstance(value, float) and value.is_integer():
+        # The wire format has only doubles; a manifest's 53 must not come back as 53.0.
+        return int(value)
     return value
 
 

@@ -26,10 +26,15 @@ def policy_config_for(project_root: Path, stack: str, environment: str) -> Path 
 
 
 def run_policies(
-    resources: list[CapturedResource], *, stack: str, environment: str, project_root: Path
+    resources: list[CapturedResource],
+    *,
+    stack: str,
+    environment: str,
+    project_root: Path,
+    config_file: Path | None = None,
 ) -> tuple[PolicyRunResult, Path | None]:
     """Analyze every captured resource and the whole stack; return results and config used."""
-    config = policy_config_for(project_root, stack, environment)
+    config = config_file or policy_config_for(project_root, stack, environment)
     result = run_policy_pack(
         project_root / PACK_DIR,
         [resource.to_record() for resource in resources],

@@ -97,7 +97,7 @@ def preview(args: argparse.Namespace) -> int:
     stack: str = args.stack
     root = Path(args.project_root)
     out = Path(args.out) / stack
-    stack_path = root / f"Pulumi.{stack}.yaml"
+    stack_path = Path(args.stack_file) if args.stack_file else root / f"Pulumi.{stack}.yaml"
     progress = Progress(total=5 if args.policies else 4, quiet=args.quiet)
 
     try:
@@ -147,6 +147,7 @@ def preview(args: argparse.Namespace) -> int:
                     stack=stack,
                     environment=config.cluster.environment,
                     project_root=root,
+                    config_file=Path(args.policy_config) if args.policy_config else None,
                 ),
             )
         except PolicyConfigError as exc:
@@ -157,7 +158,7 @@ def preview(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         policy_report = {
             **policy_result.to_dict(),
-            "configFile": str(policy_config.relative_to(root)) if policy_config else None,
+            "configFile": str(policy_config) if policy_config else None,
         }
         mandatory = policy_result.mandatory_count
 
@@ -223,6 +224,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=default_crd_location(),
         help="CRD schemas: a folder or a URL template in kubeconform style "
         "(default: $AIPLATFORM_CRD_SCHEMAS or ../shared/crd-schemas)",
+    )
+    parser.add_argument(
+        "--stack-file", help="stack file to read instead of <project root>/Pulumi.<stack>.yaml"
+    )
+    parser.add_argument(
+        "--policy-config",
+        help="policy-pack config (default: policies/config/<stack>.json, else <environment>.json)",
     )
     parser.add_argument(
         "--no-policies", dest="policies", action="store_false", help="skip the policy pack"
