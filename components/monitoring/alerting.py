@@ -1,0 +1,110 @@
+"""The Alertmanager configuration file, built from receivers and their (secret) credentials.
+
+Pure: takes the receivers and the resolved credential strings, returns the config as a dict. The
+component calls it inside an ``apply`` over secret Outputs, so the rendered file is itself a
+secret and only ever reaches the cluster as a Secret's ``stringData`` (never Helm values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .constants import NULL_RECEIVER
+from .spec import AlertReceiver
+
+TEAM_ALERT_LABEL = "team"
+"""The alert label our rules set from ``label_aiplatform_io_team`` (see the rules' README)."""
+
+_SLACK_TITLE = (
+    "[{{ .Status | toUpper }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.severity }})"
+)
+_SLACK_TEXT = (
+    "{{ range .Alerts }}*{{ .Annotations.summary }}*\n{{ .Annotations.description }}\n"
+    "Runbook: {{ .Annotations.runbook_url }}\n{{ end }}"
+)
+
+
+def _regex(values: Sequence[str]) -> str:
+    return "|".join(values)
+
+
+def _receiver(receiver: AlertReceiver, credential: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": receiver.name}
+    if receiver.type == "slack":
+        slack: dict[str, Any] = {
+            "api_url": credential,
+            "send_resolved": True,
+            "title": _SLACK_TITLE,
+            "text": _SLACK_TEXT,
+        }
+        if receiver.channel:
+            slack["channel"] = receiver.channel
+        entry["slack_configs"] = [slack]
+    elif receiver.type == "pagerduty":
+        entry["pagerduty_configs"] = [{"routing_key": credential, "send_resolved": True}]
+    elif receiver.type == "webhook":
+        entry["webhook_configs"] = [{"url": credential, "send_resolved": True}]
+    else:
+        email: dict[str, Any] = {
+            "to": receiver.email_to,
+            "from": receiver.email_from,
+            "smarthost": receiver.smarthost,
+            "require_tls": True,
+            "send_resolved": True,
+        }
+        if receiver.auth_username:
+            email["auth_username"] = receiver.auth_username
+        if credential:
+            email["auth_password"] = credential
+        entry["email_configs"] = [email]
+    return entry
+
+
+def alertmanager_config(
+    receivers: Sequence[AlertReceiver], credentials: Sequence[str | None]
+) -> dict[str, Any]:
+    """``alertmanager.yaml``: one route per receiver (``continue``), the rest dropped.
+
+    Every receiver whose severities (and teams, when given) match gets the alert, so the on-call
+    pager and a team channel can both receive a critical alert. The kube-prometheus-stack
+    ``Watchdog`` and ``InfoInhibitor`` heartbeats go to the drop-all ``null`` receiver.
+    """
+    if len(credentials) != len(receivers):
+        raise ValueError("one credential (or None) per receiver")
+    routes: list[dict[str, Any]] = [
+        {"receiver": NULL_RECEIVER, "matchers": ['alertname =~ "Watchdog|InfoInhibitor"']}
+    ]
+    for receiver in receivers:
+        matchers = [f'severity =~ "{_regex(receiver.severities)}"']
+        if receiver.teams:
+            matchers.append(f'{TEAM_ALERT_LABEL} =~ "{_regex(receiver.teams)}"')
+        routes.append({"receiver": receiver.name, "matchers": matchers, "continue": True})
+    return {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": NULL_RECEIVER,
+            "group_by": ["alertname", "namespace", "node"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+            "routes": routes,
+        },
+        "inhibit_rules": [
+            {
+                # A critical alert silences the warning/info alerts of the same thing.
+                "source_matchers": ['severity = "critical"'],
+                "target_matchers": ['severity =~ "warning|info"'],
+                "equal": ["alertname", "namespace", "node"],
+            },
+            {
+                "source_matchers": ['severity = "warning"'],
+                "target_matchers": ['severity = "info"'],
+                "equal": ["alertname", "namespace", "node"],
+            },
+        ],
+        "receivers": [
+            {"name": NULL_RECEIVER},
+            *(_receiver(r, c) for r, c in zip(receivers, credentials, strict=True)),
+        ],
+    }

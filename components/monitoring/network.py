@@ -1,0 +1,421 @@
+"""NetworkPolicies of the monitoring and logging namespaces: scraping and log shipping, no more.
+
+Both namespaces start from default-deny (ingress and egress) plus DNS. Then, per component,
+selected by the ``aiplatform.io/monitoring-component`` pod label the chart values set:
+
+monitoring
+  * every pod may reach the API server (operator, kube-state-metrics, Grafana's dashboard
+    sidecar, Prometheus service discovery, the chart's admission-webhook jobs all need it);
+  * Prometheus may scrape: team namespaces (container ports named ``metrics`` and the configured
+    numbers), the DCGM exporter, Kueue, CoreDNS, the monitoring namespace's own exporters, and
+    nodes (kubelet, hostNetwork node-exporter) by CIDR;
+  * Grafana may query Prometheus, Alertmanager and the Loki gateway, and is reachable only from
+    the configured namespaces (and Prometheus, for its metrics);
+  * Alertmanager takes alerts from Prometheus, gossips with its peers and sends notifications to
+    the configured CIDRs and ports.
+
+logging
+  * Fluent Bit may reach the Loki gateway and the API server (pod metadata) and nothing else;
+  * the Loki gateway accepts Fluent Bit and Grafana only, and forwards to Loki;
+  * Loki talks to itself (ring, queries) and, in scalable mode, its object storage.
+
+Team namespaces are default-deny themselves: scraping a team pod also needs an ingress rule there
+(from the monitoring namespace on the metrics port), which the workload components add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.constants import (
+    DNS_PORT,
+    KUBE_DNS_LABEL,
+    KUBE_DNS_LABEL_VALUE,
+    KUBE_SYSTEM_NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+    TEAM_LABEL,
+)
+
+from .constants import (
+    ALERTMANAGER_MESH_PORT,
+    ALERTMANAGER_PORT,
+    API_SERVER_PORTS,
+    COMPONENT_ALERTMANAGER,
+    COMPONENT_FLUENT_BIT,
+    COMPONENT_GRAFANA,
+    COMPONENT_KUBE_STATE_METRICS,
+    COMPONENT_LOKI,
+    COMPONENT_LOKI_GATEWAY,
+    COMPONENT_NODE_EXPORTER,
+    COMPONENT_OPERATOR,
+    COMPONENT_PROMETHEUS,
+    CONFIG_RELOADER_PORT,
+    COREDNS_METRICS_PORT,
+    DCGM_EXPORTER_PORT,
+    DCGM_EXPORTER_SERVICE_LABELS,
+    GRAFANA_PORT,
+    INFERENCE_METRICS_PORT_NAME,
+    KSM_HTTP_PORT,
+    KSM_TELEMETRY_PORT,
+    KUBELET_PORT,
+    KUEUE_METRICS_PORT,
+    KUEUE_POD_LABELS,
+    LOKI_GATEWAY_PORT,
+    LOKI_GRPC_PORT,
+    LOKI_HTTP_PORT,
+    LOKI_MEMBERLIST_PORT,
+    LOKI_MEMCACHED_PORT,
+    MONITORING_COMPONENT_LABEL,
+    NODE_EXPORTER_PORT,
+    OPERATOR_PORT,
+    PROMETHEUS_PORT,
+)
+from .spec import MonitoringStackArgs
+from .values import object_storage_port
+
+DEFAULT_DENY = "default-deny-all"
+ALLOW_DNS = "allow-dns-egress"
+ALLOW_API_SERVER = "allow-apiserver-egress"
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One NetworkPolicy: its name, namespace and ``spec``."""
+
+    name: str
+    namespace: str
+    spec: dict[str, Any]
+
+
+def _pods(component: str) -> dict[str, Any]:
+    return {"matchLabels": {MONITORING_COMPONENT_LABEL: component}}
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
+
+
+def _peer(component: str, namespace: str | None = None) -> dict[str, Any]:
+    """Pods of a component; in another namespace when ``namespace`` is given."""
+    peer: dict[str, Any] = {"podSelector": _pods(component)}
+    if namespace is not None:
+        peer["namespaceSelector"] = _namespace(namespace)
+    return peer
+
+
+def _ports(ports: Iterable[int | str], protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"protocol": protocol, "port": port} for port in ports]
+
+
+def _cidrs(cidrs: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+
+
+def _baseline(namespace: str) -> list[PolicySpec]:
+    """Default deny both ways, and DNS to kube-dns, for every pod of the namespace."""
+    return [
+        PolicySpec(
+            DEFAULT_DENY, namespace, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+        ),
+        PolicySpec(
+            ALLOW_DNS,
+            namespace,
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [
+                            {
+                                "namespaceSelector": _namespace(KUBE_SYSTEM_NAMESPACE),
+                                "podSelector": {
+                                    "matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}
+                                },
+                            }
+                        ],
+                        "ports": _ports([DNS_PORT], "UDP") + _ports([DNS_PORT]),
+                    }
+                ],
+            },
+        ),
+    ]
+
+
+def _api_server(args: MonitoringStackArgs) -> dict[str, Any]:
+    return {"to": _cidrs(args.network.api_server_cidrs), "ports": _ports(API_SERVER_PORTS)}
+
+
+def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
+    """The policies of the monitoring namespace."""
+    ns = args.monitoring_namespace
+    logging = args.logging_namespace
+    network = args.network
+    scrape = args.scrape
+    prometheus = _peer(COMPONENT_PROMETHEUS)
+    grafana = _peer(COMPONENT_GRAFANA)
+    alertmanager = _peer(COMPONENT_ALERTMANAGER)
+
+    targets: list[dict[str, Any]] = [
+        {
+            # Team workloads: any pod of a namespace carrying the team label.
+            "to": [
+                {
+                    "namespaceSelector": {
+                        "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
+                    }
+                }
+            ],
+            "ports": _ports([INFERENCE_METRICS_PORT_NAME, *network.team_metrics_ports]),
+        },
+        {
+            "to": [
+                {
+                    "namespaceSelector": _namespace(KUBE_SYSTEM_NAMESPACE),
+                    "podSelector": {"matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}},
+                }
+            ],
+            "ports": _ports([COREDNS_METRICS_PORT]),
+        },
+        {
+            # This namespace's own targets: exporters, Alertmanager, Grafana, the operator and
+            # the Prometheus replicas themselves (and their config reloaders).
+            "to": [{"podSelector": {}}],
+            "ports": _ports(
+                sorted(
+                    {
+                        PROMETHEUS_PORT,
+                        CONFIG_RELOADER_PORT,
+                        ALERTMANAGER_PORT,
+                        GRAFANA_PORT,
+                        KSM_HTTP_PORT,
+                        KSM_TELEMETRY_PORT,
+                        OPERATOR_PORT,
+                        NODE_EXPORTER_PORT,
+                    }
+                )
+            ),
+        },
+        {
+            # kubelet/cAdvisor and the hostNetwork node-exporter are node addresses.
+            "to": _cidrs(network.node_cidrs),
+            "ports": _ports([KUBELET_PORT, NODE_EXPORTER_PORT]),
+        },
+    ]
+    if scrape.dcgm:
+        targets.append(
+            {
+                "to": [
+                    {
+                        "namespaceSelector": _namespace(scrape.dcgm_namespace),
+                        "podSelector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
+                    }
+                ],
+                "ports": _ports([DCGM_EXPORTER_PORT]),
+            }
+        )
+    if scrape.kueue:
+        targets.append(
+            {
+                "to": [
+                    {
+                        "namespaceSelector": _namespace(scrape.kueue_namespace),
+                        "podSelector": {"matchLabels": dict(KUEUE_POD_LABELS)},
+                    }
+                ],
+                "ports": _ports([KUEUE_METRICS_PORT]),
+            }
+        )
+    alertmanager_rules: list[dict[str, Any]] = [
+        {
+            "to": [alertmanager],
+            "ports": _ports([ALERTMANAGER_MESH_PORT]) + _ports([ALERTMANAGER_MESH_PORT], "UDP"),
+        },
+    ]
+    if args.alertmanager.receivers:
+        alertmanager_rules.append(
+            {
+                "to": _cidrs(args.alertmanager.egress_cidrs),
+                "ports": _ports(args.alertmanager.egress_ports),
+            }
+        )
+    access: list[dict[str, Any]] = [
+        {"from": [prometheus], "ports": _ports([GRAFANA_PORT])},
+    ]
+    if args.grafana.access_from_namespaces:
+        access.append(
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchExpressions": [
+                                {
+                                    "key": NAMESPACE_NAME_LABEL,
+                                    "operator": "In",
+                                    "values": list(args.grafana.access_from_namespaces),
+                                }
+                            ]
+                        }
+                    }
+                ],
+                "ports": _ports([GRAFANA_PORT]),
+            }
+        )
+    return [
+        *_baseline(ns),
+        PolicySpec(
+            ALLOW_API_SERVER,
+            ns,
+            {"podSelector": {}, "policyTypes": ["Egress"], "egress": [_api_server(args)]},
+        ),
+        PolicySpec(
+            "prometheus",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_PROMETHEUS),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {"from": [grafana, prometheus], "ports": _ports([PROMETHEUS_PORT])},
+                    {"from": [prometheus], "ports": _ports([CONFIG_RELOADER_PORT])},
+                ],
+                "egress": targets,
+            },
+        ),
+        PolicySpec(
+            "alertmanager",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_ALERTMANAGER),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [prometheus],
+                        "ports": _ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
+                    },
+                    {"from": [grafana], "ports": _ports([ALERTMANAGER_PORT])},
+                    {
+                        "from": [alertmanager],
+                        "ports": _ports([ALERTMANAGER_MESH_PORT])
+                        + _ports([ALERTMANAGER_MESH_PORT], "UDP"),
+                    },
+                ],
+                "egress": alertmanager_rules,
+            },
+        ),
+        PolicySpec(
+            "grafana",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_GRAFANA),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": access,
+                "egress": [
+                    {"to": [prometheus], "ports": _ports([PROMETHEUS_PORT])},
+                    {"to": [alertmanager], "ports": _ports([ALERTMANAGER_PORT])},
+                    {
+                        "to": [_peer(COMPONENT_LOKI_GATEWAY, logging)],
+                        "ports": _ports([LOKI_GATEWAY_PORT]),
+                    },
+                ],
+            },
+        ),
+        PolicySpec(
+            "kube-state-metrics",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_KUBE_STATE_METRICS),
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {"from": [prometheus], "ports": _ports([KSM_HTTP_PORT, KSM_TELEMETRY_PORT])}
+                ],
+            },
+        ),
+        PolicySpec(
+            "node-exporter",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_NODE_EXPORTER),
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [prometheus], "ports": _ports([NODE_EXPORTER_PORT])}],
+            },
+        ),
+        PolicySpec(
+            "prometheus-operator",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_OPERATOR),
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    # The API server calls the operator's admission webhook.
+                    {"from": _cidrs(network.api_server_cidrs), "ports": _ports([OPERATOR_PORT])},
+                    {"from": [prometheus], "ports": _ports([OPERATOR_PORT])},
+                ],
+            },
+        ),
+    ]
+
+
+def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
+    """The policies of the logging namespace."""
+    ns = args.logging_namespace
+    loki = _peer(COMPONENT_LOKI)
+    gateway = _peer(COMPONENT_LOKI_GATEWAY)
+    fluent_bit = _peer(COMPONENT_FLUENT_BIT)
+    loki_ports = _ports([LOKI_HTTP_PORT, LOKI_GRPC_PORT, LOKI_MEMBERLIST_PORT])
+    if args.loki.mode == "scalable":
+        loki_ports += _ports([LOKI_MEMCACHED_PORT])
+    loki_egress: list[dict[str, Any]] = [{"to": [loki], "ports": loki_ports}]
+    storage = args.loki.object_storage
+    if args.loki.mode == "scalable" and storage is not None:
+        loki_egress.append(
+            {
+                "to": _cidrs(args.network.object_storage_cidrs),
+                "ports": _ports([object_storage_port(storage.endpoint)]),
+            }
+        )
+    return [
+        *_baseline(ns),
+        PolicySpec(
+            "fluent-bit",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_FLUENT_BIT),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [],
+                "egress": [
+                    {"to": [gateway], "ports": _ports([LOKI_GATEWAY_PORT])},
+                    # The kubernetes filter reads pod metadata from the API server.
+                    _api_server(args),
+                ],
+            },
+        ),
+        PolicySpec(
+            "loki-gateway",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_LOKI_GATEWAY),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [fluent_bit, _peer(COMPONENT_GRAFANA, args.monitoring_namespace)],
+                        "ports": _ports([LOKI_GATEWAY_PORT]),
+                    }
+                ],
+                "egress": [{"to": [loki], "ports": _ports([LOKI_HTTP_PORT])}],
+            },
+        ),
+        PolicySpec(
+            "loki",
+            ns,
+            {
+                "podSelector": _pods(COMPONENT_LOKI),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {"from": [gateway], "ports": _ports([LOKI_HTTP_PORT])},
+                    {"from": [loki], "ports": loki_ports},
+                ],
+                "egress": loki_egress,
+            },
+        ),
+    ]

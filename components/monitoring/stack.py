@@ -1,0 +1,436 @@
+"""MonitoringStack: metrics, alerts, dashboards and logs for the whole platform (issue 6).
+
+What it installs, each from a chart pinned in ``constants.py``:
+
+* kube-prometheus-stack (prometheus-community, checked against the chart's values.yaml):
+  Prometheus on a PVC with retention and a size cap, Alertmanager, Grafana with the dashboard
+  sidecar, kube-state-metrics with our label allowlist, node-exporter with the ``node`` label;
+* grafana/loki 6.55.0 (the last OSS release before the chart moved to grafana-community):
+  single binary on a PVC, or simple scalable on S3-compatible storage;
+* fluent/fluent-bit: a DaemonSet shipping container logs to Loki's gateway.
+
+Around the charts it creates what the charts cannot be trusted with or do not know about: the
+``monitoring`` and ``logging`` namespaces (PSA ``privileged``, the documented exception for node
+agents that read host files and metrics), the Alertmanager config and Grafana admin Secrets, one
+PrometheusRule per rule file, ServiceMonitors for the DCGM exporter, Kueue and inference
+services, the dashboards as sidecar ConfigMaps, the DCGM counters ConfigMap, and the
+NetworkPolicies of ``network.py``.
+
+Secrets. Neither Helm values nor any plain input carries a secret:
+
+* Alertmanager: the whole ``alertmanager.yaml`` (receivers with their URLs/keys) is rendered
+  inside an ``apply`` over ``pulumi.Output.secret`` credentials into a Secret's ``stringData``;
+  the chart only gets its name (``alertmanagerSpec.useExistingSecret`` + ``configSecret``). We
+  chose this over ``alertmanager.config`` in Helm values because a single secret value would make
+  the whole ``values`` input secret, hiding every other value from previews and diffs, and the
+  chart would then hold the credentials in its release history.
+* Grafana: the admin password is a ``RandomPassword`` (>= 32 characters, special characters)
+  stored in a Secret that ``grafana.admin.existingSecret`` names. The component exports the
+  Secret's name; the password itself only as a secret Output.
+* Loki: S3 credentials stay in an existing Secret, injected with ``extraEnvFrom``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+import yaml
+
+from components.constants import (
+    PSA_AUDIT_LABEL,
+    PSA_BASELINE,
+    PSA_ENFORCE_LABEL,
+    PSA_PRIVILEGED,
+    PSA_WARN_LABEL,
+    SYSTEM_NAMESPACE_LABEL,
+    TEAM_LABEL,
+    WORKLOAD_TYPE_INFERENCE,
+    WORKLOAD_TYPE_LABEL,
+)
+from components.labels import platform_labels
+
+from . import assets
+from .alerting import alertmanager_config
+from .constants import (
+    ALERTMANAGER_CONFIG_KEY,
+    ALERTMANAGER_CONFIG_SECRET,
+    ALERTMANAGER_PORT,
+    DCGM_COUNTERS_CONFIGMAP,
+    DCGM_COUNTERS_KEY,
+    DCGM_EXPORTER_PORT_NAME,
+    DCGM_EXPORTER_SERVICE_LABELS,
+    FLUENT_BIT_CHART,
+    FLUENT_BIT_CHART_REPO,
+    FLUENT_BIT_CHART_VERSION,
+    FLUENT_BIT_RELEASE,
+    GRAFANA_ADMIN_PASSWORD_KEY,
+    GRAFANA_ADMIN_SECRET,
+    GRAFANA_ADMIN_USER_KEY,
+    GRAFANA_DASHBOARD_LABEL,
+    GRAFANA_DASHBOARD_LABEL_VALUE,
+    GRAFANA_FULLNAME,
+    INFERENCE_METRICS_PORT_NAME,
+    KPS_CHART,
+    KPS_CHART_REPO,
+    KPS_CHART_VERSION,
+    KPS_FULLNAME,
+    KPS_RELEASE,
+    KUEUE_METRICS_PORT_NAME,
+    KUEUE_METRICS_SERVICE_LABELS,
+    LOKI_CHART,
+    LOKI_CHART_REPO,
+    LOKI_CHART_VERSION,
+    LOKI_RELEASE,
+    PROMETHEUS_PORT,
+    PROMETHEUS_RULE_SELECTOR_LABEL,
+    SERVICE_ACCOUNT_TOKEN_PATH,
+)
+from .known_metrics import dcgm_counters_csv
+from .network import PolicySpec, logging_policies, monitoring_policies
+from .spec import (
+    AlertmanagerSpec,
+    AlertReceiver,
+    DcgmCountersSpec,
+    FluentBitSpec,
+    GrafanaSpec,
+    LokiObjectStorage,
+    LokiSpec,
+    MonitoringStackArgs,
+    NetworkSpec,
+    PrometheusSpec,
+    ScrapeSpec,
+)
+from .values import (
+    NODE_RELABELING,
+    fluent_bit_values,
+    kube_prometheus_stack_values,
+    loki_base_url,
+    loki_push_url,
+    loki_values,
+    service_host,
+)
+
+__all__ = [
+    "AlertReceiver",
+    "AlertmanagerSpec",
+    "DcgmCountersSpec",
+    "FluentBitSpec",
+    "GrafanaSpec",
+    "LokiObjectStorage",
+    "LokiSpec",
+    "MonitoringStack",
+    "MonitoringStackArgs",
+    "NetworkSpec",
+    "PrometheusSpec",
+    "ScrapeSpec",
+    "rule_files_groups",
+    "service_monitor_specs",
+]
+
+MONITORING_API_VERSION = "monitoring.coreos.com/v1"
+MIN_PASSWORD_LENGTH = 32
+PASSWORD_SPECIALS = "!#%*-_=+:?"
+"""Special characters of the Grafana password: none that YAML, env files or shells mangle."""
+
+
+def rule_files_groups(runbook_base_url: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Rule file stem → its groups, as ``assets.load_rule_groups`` renders them."""
+    rendered = {group["name"]: group for group in assets.load_rule_groups(runbook_base_url)}
+    result: dict[str, list[dict[str, Any]]] = {}
+    for path in assets.rule_files():
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        result[path.stem] = [rendered[group["name"]] for group in document["groups"]]
+    return result
+
+
+def service_monitor_specs(scrape: ScrapeSpec) -> dict[str, dict[str, Any]]:
+    """ServiceMonitor name → spec, for the targets the charts do not scrape themselves."""
+    specs: dict[str, dict[str, Any]] = {}
+    if scrape.dcgm:
+        specs["dcgm-exporter"] = {
+            # The job label is the Service name, nvidia-dcgm-exporter: it contains "dcgm".
+            "namespaceSelector": {"matchNames": [scrape.dcgm_namespace]},
+            "selector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
+            "endpoints": [
+                {
+                    "port": DCGM_EXPORTER_PORT_NAME,
+                    "path": "/metrics",
+                    # Keep the exporter's namespace/pod/container (the GPU's pod), not ours.
+                    "honorLabels": True,
+                    "relabelings": [dict(NODE_RELABELING)],
+                }
+            ],
+        }
+    if scrape.kueue:
+        specs["kueue-controller"] = {
+            "namespaceSelector": {"matchNames": [scrape.kueue_namespace]},
+            "selector": {"matchLabels": dict(KUEUE_METRICS_SERVICE_LABELS)},
+            "endpoints": [
+                {
+                    # controller-runtime's secure metrics: HTTPS, authorized by Prometheus's token.
+                    "port": KUEUE_METRICS_PORT_NAME,
+                    "path": "/metrics",
+                    "scheme": "https",
+                    "bearerTokenFile": SERVICE_ACCOUNT_TOKEN_PATH,
+                    "tlsConfig": {"insecureSkipVerify": True},
+                }
+            ],
+        }
+    if scrape.inference:
+        specs["inference-services"] = {
+            # ServiceMonitors cannot select namespaces by label; every team object carries the
+            # team label, so "a team's inference Service" is selected on the Service itself.
+            "namespaceSelector": {"any": True},
+            "selector": {
+                "matchLabels": {WORKLOAD_TYPE_LABEL: WORKLOAD_TYPE_INFERENCE},
+                "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}],
+            },
+            "endpoints": [{"port": INFERENCE_METRICS_PORT_NAME, "path": "/metrics"}],
+        }
+    return specs
+
+
+def _system_namespace_labels() -> dict[str, str]:
+    """Platform system namespace; ``privileged`` enforced (node agents), baseline audited/warned."""
+    return {
+        **platform_labels({SYSTEM_NAMESPACE_LABEL: "true"}),
+        PSA_ENFORCE_LABEL: PSA_PRIVILEGED,
+        PSA_AUDIT_LABEL: PSA_BASELINE,
+        PSA_WARN_LABEL: PSA_BASELINE,
+    }
+
+
+def _secret_credentials(receivers: Sequence[AlertReceiver]) -> list[pulumi.Output[str | None]]:
+    """Every receiver credential as a secret Output, whatever the caller passed."""
+    return [
+        pulumi.Output.secret(receiver.credential)
+        if receiver.credential is not None
+        else pulumi.Output.from_input(None)
+        for receiver in receivers
+    ]
+
+
+class MonitoringStack(pulumi.ComponentResource):
+    """Prometheus, Alertmanager, Grafana, Loki and Fluent Bit, wired for the platform."""
+
+    monitoring_namespace: str
+    logging_namespace: str
+    grafana_url: str
+    grafana_admin_secret_name: str
+    grafana_admin_password: pulumi.Output[str]
+    prometheus_url: str
+    alertmanager_url: str
+    loki_push_url: str
+    loki_url: str
+    dcgm_counters_config_map_name: str
+    dcgm_counters_config_map: k8s.core.v1.ConfigMap | None
+
+    def __init__(
+        self, name: str, args: MonitoringStackArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:monitoring:MonitoringStack", name, None, opts)
+        if args.grafana.password_length < MIN_PASSWORD_LENGTH:
+            raise ValueError(
+                f"grafana.password_length must be >= {MIN_PASSWORD_LENGTH}, "
+                f"got {args.grafana.password_length}"
+            )
+        child = pulumi.ResourceOptions(parent=self)
+        mon = args.monitoring_namespace
+        log = args.logging_namespace
+        labels = platform_labels()
+
+        namespaces = {
+            part: k8s.core.v1.Namespace(
+                f"{name}-{part}-namespace",
+                metadata={"name": ns, "labels": _system_namespace_labels()},
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+            )
+            for part, ns in (("monitoring", mon), ("logging", log))
+        }
+
+        def inside(part: str, *extra: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[namespaces[part], *extra])
+            )
+
+        # --- Secrets the charts reference by name ------------------------------------------
+        password = random.RandomPassword(
+            f"{name}-grafana-admin-password",
+            length=args.grafana.password_length,
+            special=True,
+            override_special=PASSWORD_SPECIALS,
+            min_special=2,
+            min_upper=2,
+            min_lower=2,
+            min_numeric=2,
+            opts=child,
+        )
+        self.grafana_admin_password = pulumi.Output.secret(password.result)
+        grafana_secret = k8s.core.v1.Secret(
+            f"{name}-grafana-admin",
+            metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": mon, "labels": labels},
+            type="Opaque",
+            string_data={
+                GRAFANA_ADMIN_USER_KEY: args.grafana.admin_user,
+                GRAFANA_ADMIN_PASSWORD_KEY: self.grafana_admin_password,
+            },
+            opts=pulumi.ResourceOptions.merge(
+                inside("monitoring"),
+                pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
+            ),
+        )
+        receivers = list(args.alertmanager.receivers)
+        rendered = pulumi.Output.all(*_secret_credentials(receivers)).apply(
+            lambda creds: yaml.safe_dump(
+                alertmanager_config(receivers, list(creds)), sort_keys=False
+            )
+        )
+        alertmanager_secret = k8s.core.v1.Secret(
+            f"{name}-alertmanager-config",
+            metadata={"name": ALERTMANAGER_CONFIG_SECRET, "namespace": mon, "labels": labels},
+            type="Opaque",
+            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(rendered)},
+            opts=pulumi.ResourceOptions.merge(
+                inside("monitoring"),
+                pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
+            ),
+        )
+
+        # --- Dashboards and the DCGM counters file ------------------------------------------
+        for stem, dashboard in assets.load_dashboards().items():
+            k8s.core.v1.ConfigMap(
+                f"{name}-dashboard-{stem}",
+                metadata={
+                    "name": f"dashboard-{stem}",
+                    "namespace": mon,
+                    "labels": {**labels, GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE},
+                },
+                data={f"{stem}.json": dashboard},
+                opts=inside("monitoring"),
+            )
+        dcgm: DcgmCountersSpec = args.dcgm_counters
+        self.dcgm_counters_config_map = None
+        if dcgm.create:
+            self.dcgm_counters_config_map = k8s.core.v1.ConfigMap(
+                f"{name}-dcgm-counters",
+                metadata={
+                    "name": DCGM_COUNTERS_CONFIGMAP,
+                    "namespace": dcgm.namespace,
+                    "labels": labels,
+                },
+                data={DCGM_COUNTERS_KEY: dcgm_counters_csv()},
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=list(dcgm.depends_on))
+                ),
+            )
+
+        # --- Charts ---------------------------------------------------------------------------
+        release_settings: dict[str, Any] = {
+            "create_namespace": False,
+            # Wait for readiness so a broken install fails the update; roll back failed upgrades.
+            "skip_await": False,
+            "atomic": True,
+            "cleanup_on_fail": True,
+            "timeout": args.timeout_seconds,
+            "max_history": 10,
+        }
+        kps = k8s.helm.v3.Release(
+            f"{name}-kube-prometheus-stack",
+            name=KPS_RELEASE,
+            chart=KPS_CHART,
+            version=KPS_CHART_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KPS_CHART_REPO),
+            namespace=mon,
+            values=kube_prometheus_stack_values(args),
+            opts=inside("monitoring", grafana_secret, alertmanager_secret),
+            **release_settings,
+        )
+        loki = k8s.helm.v3.Release(
+            f"{name}-loki",
+            name=LOKI_RELEASE,
+            chart=LOKI_CHART,
+            version=LOKI_CHART_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=LOKI_CHART_REPO),
+            namespace=log,
+            values=loki_values(args),
+            opts=inside("logging"),
+            **release_settings,
+        )
+        k8s.helm.v3.Release(
+            f"{name}-fluent-bit",
+            name=FLUENT_BIT_RELEASE,
+            chart=FLUENT_BIT_CHART,
+            version=FLUENT_BIT_CHART_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FLUENT_BIT_CHART_REPO),
+            namespace=log,
+            values=fluent_bit_values(args),
+            opts=inside("logging", loki),
+            **release_settings,
+        )
+
+        # --- Rules and scrape targets (their CRDs come with kube-prometheus-stack) -----------
+        selected = {**labels, PROMETHEUS_RULE_SELECTOR_LABEL: KPS_RELEASE}
+        after_crds = inside("monitoring", kps)
+        for stem, groups in rule_files_groups(args.runbook_base_url).items():
+            k8s.apiextensions.CustomResource(
+                f"{name}-rules-{stem}",
+                api_version=MONITORING_API_VERSION,
+                kind="PrometheusRule",
+                metadata={"name": f"aiplatform-{stem}", "namespace": mon, "labels": selected},
+                spec={"groups": groups},
+                opts=after_crds,
+            )
+        for monitor, spec in service_monitor_specs(args.scrape).items():
+            k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor-{monitor}",
+                api_version=MONITORING_API_VERSION,
+                kind="ServiceMonitor",
+                metadata={"name": monitor, "namespace": mon, "labels": selected},
+                spec=spec,
+                opts=after_crds,
+            )
+
+        # --- Network policies ------------------------------------------------------------------
+        policies: list[tuple[str, PolicySpec]] = [
+            *(("monitoring", p) for p in monitoring_policies(args)),
+            *(("logging", p) for p in logging_policies(args)),
+        ]
+        for part, policy in policies:
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{part}-netpol-{policy.name}",
+                metadata={"name": policy.name, "namespace": policy.namespace, "labels": labels},
+                spec=policy.spec,
+                opts=inside(part),
+            )
+
+        self.monitoring_namespace = mon
+        self.logging_namespace = log
+        self.grafana_url = f"http://{service_host(GRAFANA_FULLNAME, mon)}"
+        self.grafana_admin_secret_name = GRAFANA_ADMIN_SECRET
+        self.prometheus_url = (
+            f"http://{service_host(f'{KPS_FULLNAME}-prometheus', mon)}:{PROMETHEUS_PORT}"
+        )
+        self.alertmanager_url = (
+            f"http://{service_host(f'{KPS_FULLNAME}-alertmanager', mon)}:{ALERTMANAGER_PORT}"
+        )
+        self.loki_push_url = loki_push_url(log)
+        self.loki_url = loki_base_url(log)
+        self.dcgm_counters_config_map_name = DCGM_COUNTERS_CONFIGMAP
+        self.register_outputs(
+            {
+                "monitoringNamespace": self.monitoring_namespace,
+                "loggingNamespace": self.logging_namespace,
+                "grafanaUrl": self.grafana_url,
+                "grafanaAdminSecretName": self.grafana_admin_secret_name,
+                "grafanaAdminPassword": self.grafana_admin_password,
+                "prometheusUrl": self.prometheus_url,
+                "alertmanagerUrl": self.alertmanager_url,
+                "lokiPushUrl": self.loki_push_url,
+                "lokiUrl": self.loki_url,
+                "dcgmCountersConfigMapName": self.dcgm_counters_config_map_name,
+            }
+        )

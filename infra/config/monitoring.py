@@ -1,0 +1,491 @@
+"""``ai-platform:monitoring``: metrics, alerts, dashboards and logs for the whole platform.
+
+Secrets. Receiver credentials (``url``, ``routingKey``, ``authPassword``) are written in the stack
+file as Pulumi secrets (``url: {secure: ...}``); ``pulumi up`` hands the program the decrypted
+value and the offline preview the placeholder ``offline-preview-secret``. Neither path lets the
+model tell a secret from plain text, so the component wraps every credential in
+``pulumi.Output.secret`` whatever the file said, and the model never validates their format (a
+URL check would reject the offline placeholder). Loki's object-storage credentials are never in
+config at all: ``credentialsSecret`` names a Kubernetes Secret that already holds them.
+
+Cross-field rules (storage classes exist, scalable Loki has object storage, durations parse,
+receiver names are unique and complete) are the ``*_issues``/rule functions at the end, registered
+by ``infra/config/rules.py``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Annotated, Literal, Protocol
+
+from pydantic import AfterValidator, Field, WithJsonSchema
+
+from components.constants import LOGGING_NAMESPACE, MONITORING_NAMESPACE
+
+from .base import ConfigModel, DnsLabel, DnsSubdomain
+from .errors import ConfigIssue
+from .quantity import Quantity, parse_quantity
+from .storage import StorageConfig
+
+Severity = Literal["critical", "warning", "info"]
+ReceiverType = Literal["slack", "pagerduty", "webhook", "email"]
+LokiMode = Literal["single-binary", "scalable"]
+FluentBitLogLevel = Literal["error", "warn", "info"]
+"""Fluent Bit's own log level; ``debug`` and ``trace`` are not offered: they flood node logs."""
+
+_DURATION = re.compile(
+    r"^(?:(?P<y>\d+)y)?(?:(?P<w>\d+)w)?(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?"
+    r"(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?(?:(?P<ms>\d+)ms)?$"
+)
+_DURATION_SECONDS = {
+    "y": 365 * 86400,
+    "w": 7 * 86400,
+    "d": 86400,
+    "h": 3600,
+    "m": 60,
+    "s": 1,
+}
+_BYTE_SIZE = re.compile(r"^(?P<number>\d+(?:\.\d+)?)(?P<unit>[KMGTPE]i?)?B$")
+_BYTE_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def parse_duration(text: str) -> Decimal:
+    """Seconds in a Prometheus duration (``15d``, ``1w2d``, ``90m``, ``500ms``).
+
+    The grammar of prometheus-operator's ``Duration`` type, which Prometheus retention and Loki
+    ``retention_period`` both accept; raises ``ValueError`` naming the input otherwise.
+    """
+    match = _DURATION.match(text.strip()) if text.strip() else None
+    if match is None or text.strip() == "":
+        raise ValueError(f"must be a duration such as '15d', '12h' or '1w', got {text!r}")
+    seconds = Decimal(0)
+    for unit, factor in _DURATION_SECONDS.items():
+        if match[unit]:
+            seconds += int(match[unit]) * factor
+    if match["ms"]:
+        seconds += Decimal(int(match["ms"])) / 1000
+    return seconds
+
+
+def parse_byte_size(text: str) -> Decimal:
+    """Bytes in a Prometheus ``retentionSize`` (``45GiB``, ``500MB``)."""
+    match = _BYTE_SIZE.match(text.strip())
+    if match is None:
+        raise ValueError(f"must be a size such as '45GiB' or '500MB', got {text!r}")
+    unit = match["unit"] or ""
+    if unit.endswith("i"):
+        factor = Decimal(1024) ** ("KMGTPE".index(unit[0]) + 1)
+    else:
+        factor = Decimal(_BYTE_UNITS[unit])
+    return Decimal(match["number"]) * factor
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"must be a CIDR such as '10.0.0.0/16', got {value!r} ({exc})") from None
+    return value
+
+
+SecretValue = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "object",
+            "properties": {"secure": {"type": "string"}},
+            "required": ["secure"],
+            "additionalProperties": False,
+            "description": "A Pulumi secret: set it with `pulumi config set --secret --path`.",
+        }
+    ),
+]
+"""A credential. The program sees the decrypted string; the stack file (and so its JSON Schema,
+which CI checks the checked-in stack files against) only ever holds the ``secure:`` form."""
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class ResourceRequirementsConfig(ConfigModel):
+    """Container requests and limits (Kubernetes quantities)."""
+
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+
+
+class PrometheusConfig(ConfigModel):
+    """The Prometheus server: how long it keeps data and where."""
+
+    retention: str = "15d"
+    """How long samples are kept (Prometheus duration). Checked by the rules, not here."""
+    retention_size: str = "45GiB"
+    """Oldest blocks go first once the TSDB is this large; keep it below ``storageSize``."""
+    storage_size: Quantity = "50Gi"
+    """Size of each replica's PersistentVolumeClaim."""
+    storage_class_name: str | None = None
+    """A class from ``ai-platform:storage.classes``. Default: the cluster's default class."""
+    replicas: int = Field(default=1, ge=1, le=5)
+    """Identical replicas (each scrapes everything); 2 in prod for availability."""
+    scrape_interval: str = "30s"
+    """Default scrape interval of every ServiceMonitor without its own."""
+    resources: ResourceRequirementsConfig = ResourceRequirementsConfig.model_validate(
+        {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+    )
+    """Prometheus container resources: 500m / 2Gi requested, 4Gi memory limit."""
+
+
+class AlertReceiverConfig(ConfigModel):
+    """Where alerts of some severities (and optionally some teams) are sent."""
+
+    name: DnsLabel
+    """Unique receiver name; ``null`` is reserved for the drop-everything receiver."""
+    type: ReceiverType
+    """``slack``, ``pagerduty``, ``webhook`` or ``email``."""
+    severities: list[Severity] = Field(default=["critical", "warning"], min_length=1)
+    """Alert ``severity`` values routed here. Every receiver whose route matches gets a copy."""
+    teams: list[str] = []
+    """Only alerts whose ``team`` label is one of these. Empty: every team and platform alerts."""
+    url: SecretValue | None = None
+    """Slack incoming-webhook or webhook URL. A secret: write it as ``secure:``."""
+    routing_key: SecretValue | None = None
+    """PagerDuty Events API v2 routing key. A secret: write it as ``secure:``."""
+    channel: str | None = None
+    """Slack channel, e.g. ``#gpu-alerts``. Default: the webhook's own channel."""
+    to: str | None = None
+    """Email: recipient address."""
+    from_address: str | None = None
+    """Email: sender address."""
+    smarthost: str | None = None
+    """Email: SMTP server as ``host:port``."""
+    auth_username: str | None = None
+    """Email: SMTP user."""
+    auth_password: SecretValue | None = None
+    """Email: SMTP password. A secret: write it as ``secure:``."""
+
+
+class AlertmanagerConfig(ConfigModel):
+    """Alertmanager: receivers and the egress they need."""
+
+    replicas: int = Field(default=1, ge=1, le=5)
+    """Replicas gossip to deduplicate notifications; 2 or 3 in prod."""
+    receivers: list[AlertReceiverConfig] = []
+    """Receivers. Empty: alerts are evaluated and shown but sent nowhere."""
+    egress_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    """Where notifications may go (Slack, PagerDuty, SMTP): the NetworkPolicy egress allowlist."""
+    egress_ports: list[Port] = [443, 587]
+    """Ports notifications use: HTTPS and SMTP submission by default."""
+
+
+class GrafanaConfig(ConfigModel):
+    """Grafana. No Ingress is created: reach it by port-forward or through an ingress controller
+    whose namespace is in ``accessFromNamespaces``."""
+
+    admin_user: str = Field(default="admin", min_length=1)
+    """Admin login. The password is generated (``RandomPassword``) and kept in a Secret."""
+    persistence: bool = False
+    """Keep Grafana's database (users, UI-made dashboards) on a PVC."""
+    storage_class_name: str | None = None
+    """Class of the PVC when ``persistence``. Default: the cluster's default class."""
+    storage_size: Quantity = "10Gi"
+    access_from_namespaces: list[DnsLabel] = []
+    """Namespaces whose pods may open Grafana (an ingress controller's). Empty: none."""
+
+
+class LokiBucketsConfig(ConfigModel):
+    chunks: DnsSubdomain
+    """Bucket for log chunks and the index."""
+    ruler: DnsSubdomain
+    """Bucket for ruler state (required by the chart even without rules)."""
+
+
+class LokiObjectStorageConfig(ConfigModel):
+    """S3-compatible object storage for scalable Loki."""
+
+    region: str = Field(min_length=1)
+    """Bucket region, e.g. ``eu-central-1``."""
+    buckets: LokiBucketsConfig
+    endpoint: str | None = None
+    """S3 endpoint URL for non-AWS stores (MinIO, Ceph). Default: AWS S3 of ``region``."""
+    credentials_secret: DnsSubdomain | None = None
+    """Existing Secret in the logging namespace with ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY``. Omit to use the pods' ambient credentials (IRSA, instance role)."""
+    force_path_style: bool = False
+    """Path-style bucket addressing, which MinIO and most on-prem stores need."""
+    insecure: bool = False
+    """Plain HTTP to ``endpoint`` (lab stores only)."""
+    versioning: bool = False
+    """The buckets are expected to have versioning enabled (checked by
+    ``tools/object_storage_check.py``, not by Loki)."""
+    lifecycle_rule: bool = False
+    """The buckets are expected to have an enabled lifecycle rule (same check)."""
+
+
+class LokiConfig(ConfigModel):
+    """Loki: single binary on a PVC (dev) or simple scalable on object storage (prod)."""
+
+    mode: LokiMode = "single-binary"
+    """``single-binary`` (filesystem on a PVC) or ``scalable`` (read/write/backend on S3)."""
+    retention: str = "7d"
+    """Logs older than this are deleted by the compactor; a whole number of days."""
+    storage_class_name: str | None = None
+    """Class of Loki's PVCs (single binary's data, scalable write/backend WAL)."""
+    storage_size: Quantity = "20Gi"
+    replicas: int = Field(default=3, ge=1, le=20)
+    """Replicas of each of read, write and backend in ``scalable`` mode."""
+    object_storage: LokiObjectStorageConfig | None = None
+    """Required for ``scalable``; not used by ``single-binary``."""
+
+
+class FluentBitConfig(ConfigModel):
+    """Fluent Bit, one per node, shipping container logs to Loki."""
+
+    log_level: FluentBitLogLevel = "info"
+    """Fluent Bit's own log level."""
+    drop_debug_logs: bool = True
+    """Drop containers' debug-level lines before they leave the node (grep filter)."""
+    mem_buf_limit: str = Field(default="50MB", pattern=r"^\d+[KMG]?B?$")
+    """In-memory buffer per input; logs are never buffered on the node's disk."""
+    exclude_namespaces: list[DnsLabel] = []
+    """Namespaces whose container logs are not collected at all."""
+
+
+class ServiceMonitorsConfig(ConfigModel):
+    """Scrape targets beyond the charts' own."""
+
+    dcgm: bool = True
+    """The GPU operator's DCGM exporter (``gpu-operator``)."""
+    kueue: bool = True
+    """Kueue's controller metrics (``kueue-system``)."""
+    inference: bool = True
+    """Every team Service labelled ``aiplatform.io/workload-type: inference``."""
+
+
+class MonitoringNetworkConfig(ConfigModel):
+    """Addresses NetworkPolicies cannot select by label: they are nodes, not pods."""
+
+    api_server_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    """Where the API server's endpoints are (ports 443 and 6443). Narrow this in prod."""
+    node_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    """Node addresses: kubelet (10250) and hostNetwork node-exporter (9100). Narrow in prod."""
+    object_storage_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    """Where Loki's object storage is (port 443, or the endpoint's). Narrow in prod."""
+    team_metrics_ports: list[Port] = [8000, 8080, 9090]
+    """Team ports Prometheus may scrape besides any container port named ``metrics``."""
+
+
+class MonitoringConfig(ConfigModel):
+    """Everything ``ai-platform:monitoring`` says."""
+
+    enabled: bool = True
+    """Install the monitoring and logging stack."""
+    namespace: DnsLabel = MONITORING_NAMESPACE
+    """Namespace of Prometheus, Alertmanager and Grafana."""
+    logging_namespace: DnsLabel = LOGGING_NAMESPACE
+    """Namespace of Loki and Fluent Bit."""
+    prometheus: PrometheusConfig = PrometheusConfig()
+    alertmanager: AlertmanagerConfig = AlertmanagerConfig()
+    grafana: GrafanaConfig = GrafanaConfig()
+    loki: LokiConfig = LokiConfig()
+    fluent_bit: FluentBitConfig = FluentBitConfig()
+    service_monitors: ServiceMonitorsConfig = ServiceMonitorsConfig()
+    network: MonitoringNetworkConfig = MonitoringNetworkConfig()
+    runbook_base_url: str | None = None
+    """Where the runbooks are served. Default: ``docs/runbooks`` on the project's GitHub."""
+
+
+# --- Cross-field rules ----------------------------------------------------------------------------
+
+
+class MonitoredPlatform(Protocol):
+    """What the rules read: ``PlatformConfig`` once it has the ``monitoring`` field."""
+
+    @property
+    def monitoring(self) -> MonitoringConfig: ...
+
+    @property
+    def storage(self) -> StorageConfig: ...
+
+
+_ROOT = "monitoring"
+
+_CREDENTIAL_FIELD: dict[str, tuple[str, str]] = {
+    "slack": ("url", "url"),
+    "webhook": ("url", "url"),
+    "pagerduty": ("routing_key", "routingKey"),
+}
+_TYPE_FIELDS: dict[str, frozenset[str]] = {
+    "slack": frozenset({"url", "channel"}),
+    "webhook": frozenset({"url"}),
+    "pagerduty": frozenset({"routing_key"}),
+    "email": frozenset({"to", "from_address", "smarthost", "auth_username", "auth_password"}),
+}
+_OPTIONAL_FIELDS = (
+    "url",
+    "routing_key",
+    "channel",
+    "to",
+    "from_address",
+    "smarthost",
+    "auth_username",
+    "auth_password",
+)
+
+
+def _alias(field: str) -> str:
+    head, *rest = field.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def monitoring_storage_classes_exist(config: MonitoredPlatform) -> Iterator[ConfigIssue]:
+    """Every PVC of the stack names a class the stack defines (or none: the default)."""
+    monitoring = config.monitoring
+    if not monitoring.enabled:
+        return
+    classes = {sc.name for sc in config.storage.classes}
+    wanted: list[tuple[tuple[str, ...], str | None]] = [
+        (("prometheus", "storageClassName"), monitoring.prometheus.storage_class_name),
+        (("loki", "storageClassName"), monitoring.loki.storage_class_name),
+    ]
+    if monitoring.grafana.persistence:
+        wanted.append((("grafana", "storageClassName"), monitoring.grafana.storage_class_name))
+    for path, name in wanted:
+        if name is not None and name not in classes:
+            yield ConfigIssue(
+                (_ROOT, *path),
+                f"unknown storage class {name!r}; defined: {', '.join(sorted(classes))}",
+            )
+
+
+def loki_storage_matches_mode(config: MonitoredPlatform) -> Iterator[ConfigIssue]:
+    """Scalable Loki needs object storage; the single binary keeps logs on its PVC only."""
+    loki = config.monitoring.loki
+    if not config.monitoring.enabled:
+        return
+    if loki.mode == "scalable" and loki.object_storage is None:
+        yield ConfigIssue(
+            (_ROOT, "loki", "objectStorage"),
+            "required for mode 'scalable': read, write and backend share chunks only through "
+            "object storage (buckets, region, credentialsSecret)",
+        )
+    if loki.mode == "single-binary" and loki.object_storage is not None:
+        yield ConfigIssue(
+            (_ROOT, "loki", "objectStorage"),
+            "only used by mode 'scalable'; the single binary stores logs on its PVC",
+        )
+    storage = loki.object_storage
+    if storage is not None and storage.buckets.chunks == storage.buckets.ruler:
+        yield ConfigIssue(
+            (_ROOT, "loki", "objectStorage", "buckets", "ruler"),
+            "must differ from the chunks bucket: Loki's compactor would treat ruler objects as "
+            "chunks",
+        )
+    if storage is not None and storage.insecure and not storage.endpoint:
+        yield ConfigIssue(
+            (_ROOT, "loki", "objectStorage", "insecure"),
+            "only for a custom endpoint; AWS S3 is always HTTPS",
+        )
+
+
+def monitoring_retention_parses(config: MonitoredPlatform) -> Iterator[ConfigIssue]:
+    """Retentions are durations, the TSDB size cap fits its volume, Loki keeps whole days."""
+    monitoring = config.monitoring
+    if not monitoring.enabled:
+        return
+    prometheus = monitoring.prometheus
+    for path, text in (
+        (("prometheus", "retention"), prometheus.retention),
+        (("prometheus", "scrapeInterval"), prometheus.scrape_interval),
+        (("loki", "retention"), monitoring.loki.retention),
+    ):
+        try:
+            seconds = parse_duration(text)
+        except ValueError as exc:
+            yield ConfigIssue((_ROOT, *path), str(exc))
+            continue
+        if seconds <= 0:
+            yield ConfigIssue((_ROOT, *path), f"must be longer than zero, got {text!r}")
+        elif path[0] == "loki" and seconds % 86400:
+            yield ConfigIssue(
+                (_ROOT, *path),
+                f"must be a whole number of days (Loki's index period is 24h), got {text!r}",
+            )
+    try:
+        size = parse_byte_size(prometheus.retention_size)
+    except ValueError as exc:
+        yield ConfigIssue((_ROOT, "prometheus", "retentionSize"), str(exc))
+    else:
+        volume = parse_quantity(prometheus.storage_size)
+        if size >= volume * Decimal("0.95"):
+            yield ConfigIssue(
+                (_ROOT, "prometheus", "retentionSize"),
+                f"{prometheus.retention_size} leaves no room for the WAL on a "
+                f"{prometheus.storage_size} volume; keep it at most 90% of storageSize",
+            )
+
+
+def alert_receivers_are_consistent(config: MonitoredPlatform) -> Iterator[ConfigIssue]:
+    """Unique names, and each receiver has exactly the fields its type uses."""
+    receivers = config.monitoring.alertmanager.receivers
+    seen: dict[str, int] = {}
+    for index, receiver in enumerate(receivers):
+        path = (_ROOT, "alertmanager", "receivers", index)
+        if receiver.name in seen:
+            yield ConfigIssue(
+                (*path, "name"),
+                f"duplicate receiver name {receiver.name!r} (first used by "
+                f"receivers[{seen[receiver.name]}])",
+            )
+        else:
+            seen[receiver.name] = index
+        if receiver.name == "null":
+            yield ConfigIssue((*path, "name"), "'null' is reserved for the drop-all receiver")
+        if len(set(receiver.severities)) != len(receiver.severities):
+            yield ConfigIssue((*path, "severities"), "lists a severity twice")
+        allowed = _TYPE_FIELDS[receiver.type]
+        for field in _OPTIONAL_FIELDS:
+            if getattr(receiver, field) is not None and field not in allowed:
+                yield ConfigIssue(
+                    (*path, _alias(field)), f"not used by a {receiver.type!r} receiver"
+                )
+        if receiver.type in _CREDENTIAL_FIELD:
+            field, alias = _CREDENTIAL_FIELD[receiver.type]
+            if not getattr(receiver, field):
+                yield ConfigIssue(
+                    (*path, alias),
+                    f"required for a {receiver.type!r} receiver; write it as a Pulumi secret "
+                    f"(pulumi config set --secret --path 'monitoring.alertmanager.receivers"
+                    f"[{index}].{alias}' ...)",
+                )
+        if receiver.type == "email":
+            for field in ("to", "from_address", "smarthost"):
+                if not getattr(receiver, field):
+                    yield ConfigIssue((*path, _alias(field)), "required for an 'email' receiver")
+            if receiver.smarthost and not re.fullmatch(r"[^:\s]+:\d{1,5}", receiver.smarthost):
+                yield ConfigIssue(
+                    (*path, "smarthost"), f"must be host:port, got {receiver.smarthost!r}"
+                )
+
+
+def monitoring_namespaces_are_distinct(config: MonitoredPlatform) -> Iterator[ConfigIssue]:
+    """Metrics and logs live in two namespaces, each with its own policies."""
+    monitoring = config.monitoring
+    if monitoring.enabled and monitoring.namespace == monitoring.logging_namespace:
+        yield ConfigIssue(
+            (_ROOT, "loggingNamespace"),
+            f"must differ from namespace {monitoring.namespace!r}: the logging namespace gets "
+            "its own default-deny policies",
+        )
+
+
+MONITORING_RULES = (
+    monitoring_storage_classes_exist,
+    loki_storage_matches_mode,
+    monitoring_retention_parses,
+    alert_receivers_are_consistent,
+    monitoring_namespaces_are_distinct,
+)
+"""The rules to append to ``infra.config.rules.RULES`` once ``PlatformConfig.monitoring`` exists."""
