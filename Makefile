@@ -47,6 +47,7 @@ pytest: install
 ## Regenerate checked-in generated files (tests fail while they are stale).
 schema: install
 	$(BIN)/python -m tools.gen_config_schema
+	$(BIN)/python -m tools.gen_outputs_schema
 
 docs: install
 	$(BIN)/python tools/gen_policy_docs.py
