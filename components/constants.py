@@ -156,3 +156,18 @@ GPU_RESOURCE_ANNOTATION: Final = f"{LABEL_PREFIX}/gpu-resource"
 """On a ResourceFlavor: the extended resource its pool advertises (GPU, replica or MIG slice)."""
 QUOTA_OVERCOMMIT_ANNOTATION: Final = f"{LABEL_PREFIX}/quota-overcommit"
 """On a ResourceFlavor: factor by which teams' nominal quotas may exceed the pool's capacity."""
+
+# --- Training jobs and inference services (issue 5) ----------------------------------------------
+JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"
+"""Set by the Job controller on every pod of an Indexed Job; NODE_RANK reads it (downward API)."""
+JOB_COMPLETION_INDEX_ENV: Final = "JOB_COMPLETION_INDEX"
+"""The environment variable the control plane also derives from that annotation."""
+DISRUPTION_TARGET_CONDITION: Final = "DisruptionTarget"
+"""Pod condition of preemption, eviction and node drain: ``podFailurePolicy`` ignores those."""
+TORCHRUN_MASTER_PORT: Final = 29500
+"""torchrun's default ``--master-port``; the rendezvous port of a TrainingJob's worker 0."""
+CLUSTER_DOMAIN: Final = "cluster.local"
+"""Kubernetes' default cluster DNS domain: ``<svc>.<ns>.svc.<domain>``."""
+METRICS_PORT_NAME: Final = "metrics"
+"""Name of an inference Service's Prometheus port; the monitoring stack's ServiceMonitor and its
+egress policy select this name."""

@@ -25,6 +25,26 @@ class OutputModel(BaseModel):
     )
 
 
+class WorkloadOutputs(OutputModel):
+    """How to find and reach one of the team's workloads."""
+
+    kind: str
+    """``training`` or ``inference``."""
+    workload_type: str
+    """``training``, ``evaluation`` or ``inference`` (the workload-type label)."""
+    object_name: str
+    """Name of the Job (training) or Deployment (inference) in the team's namespace."""
+    service_host: str | None = None
+    """``<svc>.<ns>.svc.cluster.local``: an inference Service, or a multi-node job's headless
+    Service (worker ``i`` is ``<job>-<i>.<serviceHost>``); None for single-node jobs."""
+    port: int | None = None
+    """Serving port of an inference Service, rendezvous port of a multi-node job."""
+    dependency_hosts: dict[str, str] = {}
+    """Stateful dependency name → its headless Service's DNS name."""
+    checkpoint_claim: str | None = None
+    """PVC a training job writes checkpoints to (under ``/<job>``); None without one."""
+
+
 class TeamOutputs(OutputModel):
     """Where a team's workloads go and what they run as."""
 
@@ -40,6 +60,8 @@ class TeamOutputs(OutputModel):
     """LocalQueue to name in ``kueue.x-k8s.io/queue-name``; None when the team queues nothing."""
     cluster_queue: str | None = None
     """The team's ClusterQueue (cluster-scoped); None when the team queues nothing."""
+    workloads: dict[str, WorkloadOutputs] = {}
+    """Per workload name (``ai-platform:workloads`` of this team)."""
 
 
 class GpuPoolOutputs(OutputModel):

@@ -6,6 +6,8 @@ never import from ``infra``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -34,16 +36,38 @@ from components.kueue import (
     WorkloadPrioritySpec,
 )
 from components.priority_classes import PriorityClasses, PriorityClassesArgs, PriorityClassSpec
-from components.scheduling_contract import Taint
+from components.scheduling_contract import SchedulingContract, Taint
 from components.storage_classes import StorageClasses, StorageClassesArgs, StorageClassSpec
 from components.team_namespace import TeamNamespace, TeamNamespaceArgs, TeamQuotaSpec
+from components.workloads import (
+    Autoscaling,
+    CheckpointVolume,
+    ComputeResources,
+    CustomMetric,
+    EgressAllowance,
+    InferenceService,
+    InferenceServiceArgs,
+    PreflightSpec,
+    Probes,
+    StatefulDependency,
+    TrainingJob,
+    TrainingJobArgs,
+    service_dns_name,
+)
 
 from .config import PlatformConfig
 from .config.gpu import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig
 from .config.queueing import QuotaAmounts, TeamQueueConfig
 from .config.rules import pool_capacity
 from .config.teams import TeamConfig
-from .outputs import ClassSetOutputs, GpuPoolOutputs, StackOutputs, TeamOutputs
+from .config.workloads import ComputeConfig, EgressConfig, WorkloadConfig
+from .outputs import (
+    ClassSetOutputs,
+    GpuPoolOutputs,
+    StackOutputs,
+    TeamOutputs,
+    WorkloadOutputs,
+)
 
 
 def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
@@ -235,6 +259,218 @@ def _team_queue_args(
     )
 
 
+@dataclass(frozen=True)
+class Tenant:
+    """What a team's workloads need from the team: its config, namespace, queue and volumes."""
+
+    config: TeamConfig
+    namespace: TeamNamespace
+    queue: TeamQueue | None
+    volumes: dict[str, DataVolume]
+
+
+def _compute(resources: ComputeConfig) -> ComputeResources:
+    return ComputeResources(
+        cpu=resources.cpu,
+        memory=resources.memory,
+        cpu_limit=resources.cpu_limit,
+        memory_limit=resources.memory_limit,
+    )
+
+
+def _egress(egress: EgressConfig) -> EgressAllowance:
+    return EgressAllowance(cidrs=tuple(egress.cidrs), ports=tuple(egress.ports))
+
+
+def _priority_class(workload: WorkloadConfig, config: PlatformConfig) -> str:
+    default = next(pc.name for pc in config.priority_classes if pc.global_default)
+    return workload.priority_class or default
+
+
+def _queue_name(workload: WorkloadConfig, owner: Tenant) -> str | None:
+    """GPU jobs (and GPU services that ask) go through the team's LocalQueue; CPU-only work
+    never does: the queue admits onto GPU flavours only."""
+    if owner.queue is None or workload.gpus is None:
+        return None
+    if workload.kind == "inference" and not workload.inference_settings.queued:
+        return None
+    return owner.queue.local_queue_name
+
+
+def training_job_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+) -> TrainingJobArgs:
+    settings = workload.training_settings
+    checkpoints = settings.checkpoints
+    preflight = settings.preflight
+    return TrainingJobArgs(
+        team=workload.team,
+        namespace=owner.namespace.namespace,
+        name=workload.name,
+        image=workload.image,
+        resources=_compute(workload.resources),
+        command=tuple(workload.command),
+        args=tuple(workload.args),
+        nodes=settings.nodes,
+        gpus_per_node=workload.gpus.count if workload.gpus else 0,
+        scheduling=contract,
+        workload_type=settings.workload_type,
+        priority_class=_priority_class(workload, config),
+        queue_name=_queue_name(workload, owner),
+        dataset_claim=settings.dataset,
+        checkpoints=None
+        if checkpoints is None
+        else CheckpointVolume(
+            claim=checkpoints.claim,
+            storage_class=checkpoints.storage_class,
+            size=checkpoints.size,
+            access_modes=tuple(checkpoints.access_modes),
+            protect=config.cluster.protects_data,
+        ),
+        shm_size=settings.shm_size,
+        env=dict(workload.env),
+        log_level=workload.log_level,
+        master_port=settings.master_port,
+        backoff_limit=settings.backoff_limit,
+        active_deadline_seconds=settings.active_deadline_seconds,
+        ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
+        non_retryable_exit_codes=tuple(settings.non_retryable_exit_codes),
+        preflight=PreflightSpec(
+            enabled=preflight.enabled,
+            image=preflight.image,
+            dataset_min_files=preflight.dataset_min_files,
+            checkpoint_min_free=preflight.checkpoint_min_free,
+            fail_job_on_gpu_mismatch=preflight.fail_job_on_gpu_mismatch,
+        ),
+        egress=_egress(workload.egress),
+    )
+
+
+def inference_service_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+) -> InferenceServiceArgs:
+    settings = workload.inference_settings
+    metric = settings.custom_metric
+    return InferenceServiceArgs(
+        team=workload.team,
+        namespace=owner.namespace.namespace,
+        name=workload.name,
+        image=workload.image,
+        resources=_compute(workload.resources),
+        command=tuple(workload.command),
+        args=tuple(workload.args),
+        port=settings.port,
+        metrics_port=settings.metrics_port,
+        metrics_path=settings.metrics_path,
+        probes=Probes(
+            readiness_path=settings.readiness_path,
+            liveness_path=settings.liveness_path,
+            startup_timeout_seconds=settings.startup_timeout_seconds,
+        ),
+        autoscaling=Autoscaling(
+            min_replicas=settings.min_replicas,
+            max_replicas=settings.max_replicas,
+            cpu_utilization=settings.target_cpu_utilization,
+            custom_metric=None
+            if metric is None
+            else CustomMetric(metric.name, metric.average_value),
+        ),
+        max_surge=settings.max_surge,
+        pdb_max_unavailable=settings.pdb_max_unavailable,
+        pdb_min_available=settings.pdb_min_available,
+        gpus=workload.gpus.count if workload.gpus else 0,
+        scheduling=contract,
+        priority_class=_priority_class(workload, config),
+        queue_name=_queue_name(workload, owner),
+        model_claim=settings.model,
+        shm_size=settings.shm_size,
+        env=dict(workload.env),
+        log_level=workload.log_level,
+        allow_from_namespaces=tuple(settings.allow_from_namespaces),
+        egress=_egress(workload.egress),
+        service_monitor=settings.service_monitor,
+        node_spread=settings.node_spread,
+        dependencies=tuple(
+            StatefulDependency(
+                name=dep.name,
+                image=dep.image,
+                port=dep.port,
+                storage_class=dep.storage_class,
+                size=dep.size,
+                resources=_compute(dep.resources),
+                mount_path=dep.mount_path,
+                command=tuple(dep.command),
+                args=tuple(dep.args),
+                replicas=dep.replicas,
+                run_as_user=dep.run_as_user,
+            )
+            for dep in settings.stateful_dependencies
+        ),
+        retain_data=config.cluster.protects_data,
+    )
+
+
+def deploy_workload(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+    provider: k8s.Provider,
+) -> TrainingJob | InferenceService:
+    """One workload in its team's namespace, after the team's queue and the volumes it mounts."""
+    claims: set[str | None] = set()
+    if workload.kind == "training":
+        settings = workload.training_settings
+        claims = {settings.dataset, settings.checkpoints.claim if settings.checkpoints else None}
+    else:
+        claims = {workload.inference_settings.model}
+    after: list[pulumi.Resource] = [owner.namespace]
+    after += [volume for name, volume in owner.volumes.items() if name in claims]
+    if owner.queue is not None:
+        after.append(owner.queue)
+    opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
+    name = f"{workload.team}-{workload.name}"
+    if workload.kind == "training":
+        return TrainingJob(name, training_job_args(workload, owner, contract, config), opts)
+    return InferenceService(name, inference_service_args(workload, owner, contract, config), opts)
+
+
+def workload_outputs(workload: WorkloadConfig, namespace: str) -> WorkloadOutputs:
+    """Names other programs use to reach the workload (``<svc>.<ns>.svc.cluster.local``)."""
+    if workload.kind == "training":
+        settings = workload.training_settings
+        multi_node = settings.nodes > 1
+        checkpoints = settings.checkpoints
+        return WorkloadOutputs(
+            kind=workload.kind,
+            workload_type=settings.workload_type,
+            object_name=workload.name,
+            service_host=service_dns_name(workload.name, namespace) if multi_node else None,
+            port=settings.master_port if multi_node else None,
+            checkpoint_claim=None
+            if checkpoints is None
+            else checkpoints.claim or f"{workload.name}-checkpoints",
+        )
+    inference = workload.inference_settings
+    return WorkloadOutputs(
+        kind=workload.kind,
+        workload_type="inference",
+        object_name=workload.name,
+        service_host=service_dns_name(workload.name, namespace),
+        port=inference.port,
+        dependency_hosts={
+            dep.name: service_dns_name(f"{workload.name}-{dep.name}", namespace)
+            for dep in inference.stateful_dependencies
+        },
+    )
+
+
 def build_platform(config: PlatformConfig) -> StackOutputs:
     """Register every resource of the stack and return its outputs."""
     provider = kubernetes_provider(config)
@@ -311,6 +547,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         )
 
     teams: dict[str, TeamOutputs] = {}
+    tenants: dict[str, Tenant] = {}
     for team in config.teams:
         tenant = TeamNamespace(team.name, _team_args(team, config), on_cluster)
         queue: TeamQueue | None = None
@@ -320,8 +557,9 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 _team_queue_args(team, team.queue, config, pools),
                 pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
             )
+        volumes: dict[str, DataVolume] = {}
         for volume in team.volumes:
-            DataVolume(
+            volumes[volume.name] = DataVolume(
                 f"{team.name}-{volume.name}",
                 DataVolumeArgs(
                     team=team.name,
@@ -335,13 +573,27 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 ),
                 on_cluster,
             )
-        teams[team.name] = TeamOutputs(
+        tenants[team.name] = Tenant(team, tenant, queue, volumes)
+
+    workloads: dict[str, dict[str, WorkloadOutputs]] = {}
+    for workload in config.workloads:
+        owner = tenants[workload.team]
+        contract = pools[workload.gpus.pool].contract if workload.gpus else None
+        deploy_workload(workload, owner, contract, config, provider)
+        workloads.setdefault(workload.team, {})[workload.name] = workload_outputs(
+            workload, owner.config.namespace_name
+        )
+
+    for name, owner in tenants.items():
+        team, queue = owner.config, owner.queue
+        teams[name] = TeamOutputs(
             namespace=team.namespace_name,
-            service_account=tenant.service_account_name,
-            env_config_map=tenant.env_config_map_name,
+            service_account=owner.namespace.service_account_name,
+            env_config_map=owner.namespace.env_config_map_name,
             volumes={volume.name: volume.purpose for volume in team.volumes},
             local_queue=queue.local_queue_name if queue else None,
             cluster_queue=queue.cluster_queue_name if queue else None,
+            workloads=workloads.get(name, {}),
         )
 
     return StackOutputs(

@@ -43,7 +43,37 @@ def test_prod_outputs_match_the_stack(prod_run):
         "volumes": {"datasets": "datasets", "checkpoints": "checkpoints"},
         "localQueue": "gpu-queue",
         "clusterQueue": "team-research",
+        "workloads": {
+            "llama-finetune": {
+                "kind": "training",
+                "workloadType": "training",
+                "objectName": "llama-finetune",
+                "serviceHost": "llama-finetune.research.svc.cluster.local",
+                "port": 29500,
+                "dependencyHosts": {},
+                "checkpointClaim": "llama-finetune-checkpoints",
+            },
+            "llama-eval": {
+                "kind": "training",
+                "workloadType": "evaluation",
+                "objectName": "llama-eval",
+                "serviceHost": None,
+                "port": None,
+                "dependencyHosts": {},
+                "checkpointClaim": "checkpoints",
+            },
+        },
     }
+    assert outputs["teams"]["search-serving"]["workloads"]["llm-chat"] == {
+        "kind": "inference",
+        "workloadType": "inference",
+        "objectName": "llm-chat",
+        "serviceHost": "llm-chat.search-serving.svc.cluster.local",
+        "port": 8000,
+        "dependencyHosts": {"redis": "llm-chat-redis.search-serving.svc.cluster.local"},
+        "checkpointClaim": None,
+    }
+    assert outputs["teams"]["platform"]["workloads"] == {}
     assert outputs["priorityClasses"] == {
         "names": ["critical", "high", "normal", "batch-low"],
         "default": "normal",

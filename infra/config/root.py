@@ -11,6 +11,7 @@ from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
 from .queueing import QueueingConfig
 from .storage import StorageConfig
 from .teams import TeamConfig
+from .workloads import WorkloadConfig
 
 
 class PlatformConfig(ConfigModel):
@@ -35,3 +36,5 @@ class PlatformConfig(ConfigModel):
     """The NVIDIA GPU operator. Default: installed with driver, toolkit, GFD and DCGM exporter."""
     queueing: QueueingConfig = QueueingConfig()
     """Kueue: flavours per pool, a ClusterQueue per queued team. Default: installed."""
+    workloads: list[WorkloadConfig] = []
+    """Training jobs and inference services, each naming its team. Default: none."""

@@ -6,8 +6,11 @@ key path of the offending value, so users see every problem at once.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 from components.constants import (
@@ -22,13 +25,18 @@ from components.constants import (
 )
 from components.gpu_products import mig_family, mig_slices_per_gpu
 from components.scheduling_contract import gpu_resource_name
+from components.workloads.common import env_var_prefix
+from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
+from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
 
 from .errors import ConfigIssue
 from .gpu import GpuNodePoolConfig
 from .quantity import format_bytes, parse_quantity
 from .queueing import TeamPoolQuota
 from .root import PlatformConfig
+from .storage import StorageClassConfig
 from .teams import TeamConfig
+from .workloads import CheckpointConfig, WorkloadConfig
 
 Rule = Callable[[PlatformConfig], Iterator[ConfigIssue]]
 
@@ -579,9 +587,14 @@ def namespace_quotas_cover_queues(config: PlatformConfig) -> Iterator[ConfigIssu
 
 
 def _show_amount(resource: str, amount: Decimal) -> str:
-    if resource == "memory":
-        return format_bytes(amount)
-    return str(amount.normalize()) if amount % 1 else str(int(amount))
+    """``16Gi`` for memory, ``48`` or ``0.5`` otherwise; absurd magnitudes (a typo'd exponent)
+    exceed the decimal context's precision and are shown as written instead of crashing."""
+    try:
+        if resource == "memory":
+            return format_bytes(amount)
+        return str(int(amount)) if amount == amount.to_integral_value() else str(amount.normalize())
+    except ArithmeticError:
+        return str(amount)
 
 
 GPU_RULES: tuple[Rule, ...] = (
@@ -596,5 +609,694 @@ GPU_RULES: tuple[Rule, ...] = (
 """Rules of issue 4: pools, sharing, node classes, queue references and quota arithmetic."""
 
 
+# --- Training jobs and inference services (issue 5) ----------------------------------------------
+BLOCK_PROVISIONERS = frozenset(
+    {
+        "ebs.csi.aws.com",
+        "kubernetes.io/aws-ebs",
+        "pd.csi.storage.gke.io",
+        "disk.csi.azure.com",
+        "rancher.io/local-path",
+    }
+)
+"""CSI drivers whose volumes only one node mounts at a time: no ReadWriteMany across nodes."""
+SHARED_ACCESS_MODES = frozenset({"ReadWriteMany", "ReadOnlyMany"})
+"""Access modes that let pods on different nodes mount one volume."""
+
+
+def _first_teams(config: PlatformConfig) -> dict[str, tuple[int, TeamConfig]]:
+    teams: dict[str, tuple[int, TeamConfig]] = {}
+    for index, team in enumerate(config.teams):
+        teams.setdefault(team.name, (index, team))
+    return teams
+
+
+def _first_pools(config: PlatformConfig) -> dict[str, tuple[int, GpuNodePoolConfig]]:
+    pools: dict[str, tuple[int, GpuNodePoolConfig]] = {}
+    for index, pool in enumerate(config.node_pools):
+        pools.setdefault(pool.name, (index, pool))
+    return pools
+
+
+def _default_priority_class(config: PlatformConfig) -> str | None:
+    """The global default, if exactly one class claims it (else that rule reports it)."""
+    defaults = [pc.name for pc in config.priority_classes if pc.global_default]
+    return defaults[0] if len(defaults) == 1 else None
+
+
+def _one_or_many(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _node_offer(pool: GpuNodePoolConfig) -> str:
+    text = _one_or_many(pool.gpus_per_node, "GPU")
+    if pool.sharing.mode == "time-slicing":
+        text += f" x {pool_units_per_gpu(pool)} replicas"
+    elif pool.sharing.mode == "mig":
+        text += f" x {pool_units_per_gpu(pool)} {pool.sharing.mig_profile} slices"
+    return text
+
+
+@dataclass(frozen=True)
+class WorkloadDemand:
+    """What a workload holds at once: its main pods and its stateful dependencies."""
+
+    pods: int
+    """Main pods: a job's workers, or an inference service's replicas (plus the surge)."""
+    cpu: Decimal
+    """Per main pod (the preflight init container has the same, so it adds nothing)."""
+    memory: Decimal
+    memory_limit: Decimal
+    gpus: int
+    dependency_pods: int = 0
+    dependency_cpu: Decimal = Decimal(0)
+    """Sum over dependency pods."""
+    dependency_memory: Decimal = Decimal(0)
+    dependency_memory_limit: Decimal = Decimal(0)
+
+    def total(self, resource: str) -> Decimal:
+        per_pod = {
+            "cpu": (self.cpu, self.dependency_cpu),
+            "memory": (self.memory, self.dependency_memory),
+            "memory_limit": (self.memory_limit, self.dependency_memory_limit),
+            "gpus": (Decimal(self.gpus), Decimal(0)),
+            "pods": (Decimal(1), Decimal(self.dependency_pods)),
+        }[resource]
+        return per_pod[0] * self.pods + per_pod[1]
+
+    def detail(self, resource: str, per_pod: str) -> str:
+        text = f"{_one_or_many(self.pods, 'pod')} x {per_pod}"
+        if self.dependency_pods and resource in ("cpu", "memory", "memory_limit"):
+            text += f" + {_one_or_many(self.dependency_pods, 'dependency pod')}"
+        return text
+
+
+def _limit(request: str, limit: str | None) -> Decimal:
+    return parse_quantity(limit or request)
+
+
+def workload_demand(workload: WorkloadConfig, floor: bool = False) -> WorkloadDemand:
+    """Peak demand (``floor``: an inference service at its minimum replicas, no surge)."""
+    resources = workload.resources
+    if workload.kind == "training":
+        pods = workload.training_settings.nodes
+        dependencies = []
+    else:
+        settings = workload.inference_settings
+        pods = settings.min_replicas if floor else settings.max_replicas + settings.max_surge
+        dependencies = settings.stateful_dependencies
+    return WorkloadDemand(
+        pods=pods,
+        cpu=parse_quantity(resources.cpu),
+        memory=parse_quantity(resources.memory),
+        memory_limit=_limit(resources.memory, resources.memory_limit),
+        gpus=workload.gpus.count if workload.gpus else 0,
+        dependency_pods=sum(d.replicas for d in dependencies),
+        dependency_cpu=sum(
+            (parse_quantity(d.resources.cpu) * d.replicas for d in dependencies), Decimal(0)
+        ),
+        dependency_memory=sum(
+            (parse_quantity(d.resources.memory) * d.replicas for d in dependencies), Decimal(0)
+        ),
+        dependency_memory_limit=sum(
+            (
+                _limit(d.resources.memory, d.resources.memory_limit) * d.replicas
+                for d in dependencies
+            ),
+            Decimal(0),
+        ),
+    )
+
+
+def _fits_a_node(workload: WorkloadConfig, pool: GpuNodePoolConfig) -> bool:
+    """Whether one pod's GPUs fit one node; quota arithmetic skips pods that never schedule."""
+    count = workload.gpus.count if workload.gpus else 0
+    return count <= pool.gpus_per_node * pool_units_per_gpu(pool)
+
+
+def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
+    """What the workload's component sets itself, dependency addresses included."""
+    if workload.kind == "training":
+        return frozenset(TRAINING_RESERVED_ENV)
+    dependencies = workload.inference_settings.stateful_dependencies
+    return INFERENCE_RESERVED_ENV | {
+        f"{env_var_prefix(d.name)}_{suffix}" for d in dependencies for suffix in ("HOST", "PORT")
+    }
+
+
+def workload_teams_exist(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    teams = _first_teams(config)
+    for index, workload in enumerate(config.workloads):
+        if workload.team not in teams:
+            yield ConfigIssue(
+                ("workloads", index, "team"),
+                f"unknown team {workload.team!r}; defined: {', '.join(sorted(teams))}",
+            )
+
+
+def unique_workload_names(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    keys = [f"{w.team}/{w.name}" for w in config.workloads]
+    for index, first in _repeats(keys):
+        workload = config.workloads[index]
+        yield ConfigIssue(
+            ("workloads", index, "name"),
+            f"duplicate workload name {workload.name!r} in team {workload.team!r} (first used "
+            f"by workloads[{first}])",
+        )
+
+
+def workload_kind_settings(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    for index, workload in enumerate(config.workloads):
+        path = ("workloads", index)
+        if workload.kind == "training" and workload.inference is not None:
+            yield ConfigIssue((*path, "inference"), "only for kind 'inference'")
+        if workload.kind == "inference" and workload.training is not None:
+            yield ConfigIssue((*path, "training"), "only for kind 'training'")
+        resources = workload.resources
+        for resource, limit_key in (("cpu", "cpuLimit"), ("memory", "memoryLimit")):
+            request = getattr(resources, resource)
+            limit = getattr(resources, f"{resource}_limit")
+            if limit is not None and parse_quantity(limit) < parse_quantity(request):
+                yield ConfigIssue(
+                    (*path, "resources", limit_key),
+                    f"limit {limit} is below the request {request}",
+                )
+        reserved = _reserved_env(workload)
+        for key in workload.env:
+            if key in reserved:
+                yield ConfigIssue((*path, "env", key), "is set by the platform; remove it")
+        for position, cidr in enumerate(workload.egress.cidrs):
+            if ipaddress.ip_network(cidr).prefixlen == 0:
+                yield ConfigIssue(
+                    (*path, "egress", "cidrs", position),
+                    f"{cidr} opens egress to the whole internet; name the ranges the workload "
+                    "needs (object storage)",
+                )
+        memory_limit = _limit(resources.memory, resources.memory_limit)
+        shown_limit = resources.memory_limit or resources.memory
+        if workload.kind == "training":
+            shm = workload.training_settings.shm_size
+            shm_path: tuple[str, ...] = ("training", "shmSize")
+        else:
+            shm = workload.inference_settings.shm_size or "0"
+            shm_path = ("inference", "shmSize")
+        if parse_quantity(shm) >= memory_limit:
+            yield ConfigIssue(
+                (*path, *shm_path),
+                f"shared memory {shm} would take all of the {shown_limit} memory limit (a "
+                "memory-backed /dev/shm counts against it)",
+            )
+        if workload.kind == "inference":
+            yield from _inference_settings(workload, path)
+
+
+def _inference_settings(
+    workload: WorkloadConfig, path: tuple[str | int, ...]
+) -> Iterator[ConfigIssue]:
+    settings = workload.inference_settings
+    where = (*path, "inference")
+    if settings.min_replicas > settings.max_replicas:
+        yield ConfigIssue(
+            (*where, "minReplicas"),
+            f"minReplicas {settings.min_replicas} exceeds maxReplicas {settings.max_replicas}",
+        )
+    if settings.min_available is not None and settings.max_unavailable is not None:
+        yield ConfigIssue((*where, "minAvailable"), "set maxUnavailable or minAvailable, not both")
+    elif settings.min_available is not None and settings.min_available >= settings.min_replicas:
+        yield ConfigIssue(
+            (*where, "minAvailable"),
+            f"must be below minReplicas ({settings.min_replicas}): a budget that keeps every "
+            "replica blocks node drains",
+        )
+    if settings.metrics_port == settings.port:
+        yield ConfigIssue(
+            (*where, "metricsPort"),
+            f"must differ from port {settings.port}: the monitoring namespace may reach the "
+            "metrics port only",
+        )
+    if settings.target_cpu_utilization is None and settings.custom_metric is None:
+        yield ConfigIssue(
+            (*where, "targetCpuUtilization"),
+            "set targetCpuUtilization or customMetric: the autoscaler needs a metric",
+        )
+    if settings.queued and workload.gpus is None:
+        yield ConfigIssue(
+            (*where, "queued"),
+            "only GPU workloads are queued: the team's LocalQueue admits onto GPU pools",
+        )
+    names = [d.name for d in settings.stateful_dependencies]
+    for position, first in _repeats(names):
+        yield ConfigIssue(
+            (*where, "statefulDependencies", position, "name"),
+            f"duplicate dependency name {names[position]!r} (first used by "
+            f"statefulDependencies[{first}])",
+        )
+
+
+def workload_gpus_fit_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    pools = _first_pools(config)
+    for index, workload in enumerate(config.workloads):
+        if workload.gpus is None:
+            continue
+        path = ("workloads", index, "gpus")
+        found = pools.get(workload.gpus.pool)
+        if found is None:
+            defined = ", ".join(sorted(pools)) or "none"
+            yield ConfigIssue(
+                (*path, "pool"), f"unknown node pool {workload.gpus.pool!r}; defined: {defined}"
+            )
+            continue
+        _, pool = found
+        if not pool_is_sound(pool):
+            continue  # the pool's own rules say why; its capacity is unknown
+        count = workload.gpus.count
+        resource = pool_gpu_resource(pool)
+        per_node = pool.gpus_per_node * pool_units_per_gpu(pool)
+        if count > per_node:
+            yield ConfigIssue(
+                (*path, "count"),
+                f"{count} {resource} per pod, but a node of pool {pool.name!r} offers "
+                f"{per_node} ({_node_offer(pool)})",
+            )
+        elif pool.sharing.mode == "time-slicing" and count > 1:
+            yield ConfigIssue(
+                (*path, "count"),
+                f"pool {pool.name!r} time-slices its GPUs: a pod asking for {count} {resource} "
+                "may get slices of one GPU; request 1",
+            )
+        elif (
+            workload.kind == "training"
+            and pool.sharing.mode != "exclusive"
+            and (count > 1 or workload.training_settings.nodes > 1)
+        ):
+            yield ConfigIssue(
+                (*path, "pool"),
+                f"distributed training needs whole GPUs, but pool {pool.name!r} shares them "
+                f"({pool.sharing.mode}); use an exclusive pool or one {resource} on one node",
+            )
+
+
+def workload_priority_classes(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    teams = _first_teams(config)
+    known = [pc.name for pc in config.priority_classes]
+    default = _default_priority_class(config)
+    for index, workload in enumerate(config.workloads):
+        path = ("workloads", index, "priorityClass")
+        name = workload.priority_class or default
+        if name is None:
+            continue  # no global default: reported by priority_classes_are_consistent
+        if name not in known:
+            yield ConfigIssue(
+                path, f"unknown priority class {name!r}; defined: {', '.join(sorted(known))}"
+            )
+            continue
+        team = teams.get(workload.team)
+        allowed = team[1].priority_classes if team else None
+        if allowed is None or name in allowed or not set(allowed) <= set(known):
+            continue  # a team list naming unknown classes is reported on the team
+        if workload.priority_class is None:
+            message = (
+                f"the default priority class {name!r} is not allowed for team "
+                f"{workload.team!r}; set one of: {', '.join(allowed)}"
+            )
+        else:
+            message = (
+                f"team {workload.team!r} may use priority classes {', '.join(allowed)}; got "
+                f"{name!r}"
+            )
+        yield ConfigIssue(path, message)
+
+
+def _volume_problem(team: TeamConfig, claim: str) -> str | None:
+    names = sorted(volume.name for volume in team.volumes)
+    if claim in names:
+        return None
+    listed = f"its volumes: {', '.join(names)}" if names else "it has none"
+    return f"team {team.name!r} has no volume {claim!r}; {listed}"
+
+
+def _modes(team: TeamConfig, claim: str) -> set[str]:
+    return next((set(v.access_modes) for v in team.volumes if v.name == claim), set())
+
+
+def workload_volumes(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    teams = _first_teams(config)
+    classes = {sc.name: sc for sc in config.storage.classes}
+    defined_classes = ", ".join(sorted(classes))
+    for index, workload in enumerate(config.workloads):
+        found = teams.get(workload.team)
+        if found is None:
+            continue
+        team = found[1]
+        path = ("workloads", index)
+        if workload.kind == "training":
+            settings = workload.training_settings
+            workers = settings.nodes
+            if settings.dataset is not None:
+                where = (*path, "training", "dataset")
+                problem = _volume_problem(team, settings.dataset)
+                if problem:
+                    yield ConfigIssue(where, problem)
+                elif workers > 1 and not _modes(team, settings.dataset) & SHARED_ACCESS_MODES:
+                    yield ConfigIssue(
+                        where,
+                        f"volume {settings.dataset!r} is not shared across nodes "
+                        f"({', '.join(sorted(_modes(team, settings.dataset)))}); the {workers} "
+                        "workers run on different nodes and need ReadOnlyMany or ReadWriteMany",
+                    )
+            if settings.checkpoints is not None:
+                yield from _checkpoint_issues(
+                    workload, team, settings.checkpoints, classes, (*path, "training")
+                )
+            continue
+        inference = workload.inference_settings
+        if inference.model is not None:
+            where = (*path, "inference", "model")
+            problem = _volume_problem(team, inference.model)
+            if problem:
+                yield ConfigIssue(where, problem)
+            elif inference.max_replicas > 1 and not (
+                _modes(team, inference.model) & SHARED_ACCESS_MODES
+            ):
+                yield ConfigIssue(
+                    where,
+                    f"volume {inference.model!r} is not shared across nodes "
+                    f"({', '.join(sorted(_modes(team, inference.model)))}); replicas on "
+                    "different nodes need ReadOnlyMany or ReadWriteMany",
+                )
+        for position, dependency in enumerate(inference.stateful_dependencies):
+            if dependency.storage_class not in classes:
+                yield ConfigIssue(
+                    (*path, "inference", "statefulDependencies", position, "storageClass"),
+                    f"unknown storage class {dependency.storage_class!r}; defined: "
+                    f"{defined_classes}",
+                )
+
+
+def _checkpoint_issues(
+    workload: WorkloadConfig,
+    team: TeamConfig,
+    checkpoints: CheckpointConfig,
+    classes: dict[str, StorageClassConfig],
+    path: tuple[str | int, ...],
+) -> Iterator[ConfigIssue]:
+    where = (*path, "checkpoints")
+    workers = workload.training_settings.nodes
+    creates = checkpoints.storage_class is not None or checkpoints.size is not None
+    if (checkpoints.claim is None) == (not creates):
+        yield ConfigIssue(
+            where,
+            "set claim (an existing team volume) or storageClass and size (a new claim), "
+            "exactly one of the two",
+        )
+        return
+    shared = "ReadWriteMany"
+    if checkpoints.claim is not None:
+        problem = _volume_problem(team, checkpoints.claim)
+        if problem:
+            yield ConfigIssue((*where, "claim"), problem)
+        elif workers > 1 and shared not in _modes(team, checkpoints.claim):
+            yield ConfigIssue(
+                (*where, "claim"),
+                f"volume {checkpoints.claim!r} is not ReadWriteMany; the {workers} workers "
+                "write checkpoints from different nodes",
+            )
+        return
+    for key, value in (("storageClass", checkpoints.storage_class), ("size", checkpoints.size)):
+        if value is None:
+            yield ConfigIssue((*where, key), "required with storageClass or size")
+    claim_name = f"{workload.name}-checkpoints"
+    if any(volume.name == claim_name for volume in team.volumes):
+        yield ConfigIssue(
+            where, f"the claim it creates, {claim_name!r}, is already a volume of the team"
+        )
+    if checkpoints.storage_class is None:
+        return
+    storage_class = classes.get(checkpoints.storage_class)
+    if storage_class is None:
+        yield ConfigIssue(
+            (*where, "storageClass"),
+            f"unknown storage class {checkpoints.storage_class!r}; defined: "
+            f"{', '.join(sorted(classes))}",
+        )
+    elif storage_class.provisioner in BLOCK_PROVISIONERS and (
+        set(checkpoints.access_modes) & SHARED_ACCESS_MODES
+    ):
+        yield ConfigIssue(
+            (*where, "accessModes"),
+            f"storage class {storage_class.name!r} ({storage_class.provisioner}) provides "
+            "volumes one node mounts at a time; ReadWriteMany needs a shared filesystem class",
+        )
+    elif workers > 1 and shared not in checkpoints.access_modes:
+        yield ConfigIssue(
+            (*where, "accessModes"),
+            f"must include ReadWriteMany: the {workers} workers write checkpoints from "
+            "different nodes",
+        )
+
+
+def _gpu_quota(team: TeamConfig, pool: GpuNodePoolConfig) -> tuple[int, str]:
+    """The team's namespace quota for the pool's GPU resource, and the key that sets it."""
+    resource = pool_gpu_resource(pool)
+    if resource == GPU_RESOURCE:
+        return team.quota.gpus, "quota.gpus"
+    profile = resource.removeprefix(MIG_RESOURCE_PREFIX)
+    return team.quota.mig_slices.get(profile, 0), f"quota.migSlices.{profile}"
+
+
+def workloads_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    teams = _first_teams(config)
+    pools = _first_pools(config)
+    for index, workload in enumerate(config.workloads):
+        found = teams.get(workload.team)
+        if found is None:
+            continue
+        team_index, team = found
+        path = ("workloads", index)
+        demand = workload_demand(workload)
+        quota = team.quota
+        owner = f"team {team.name!r}"
+        resources = workload.resources
+        for resource, key, per_pod, hard, shown in (
+            ("cpu", "cpu", resources.cpu, parse_quantity(quota.cpu), quota.cpu),
+            (
+                "memory_limit",
+                "memoryLimit" if resources.memory_limit else "memory",
+                resources.memory_limit or resources.memory,
+                parse_quantity(quota.memory),
+                quota.memory,
+            ),
+        ):
+            total = demand.total(resource)
+            if total > hard:
+                noun = "CPU" if resource == "cpu" else "memory (limits)"
+                amount = _show_amount(resource.removesuffix("_limit"), total)
+                yield ConfigIssue(
+                    (*path, "resources", key),
+                    f"needs {amount} {noun} at its peak ({demand.detail(resource, per_pod)}), "
+                    f"above the quota of {owner} ({shown})",
+                )
+        if demand.total("pods") > quota.pods:
+            yield ConfigIssue(
+                path,
+                f"runs up to {demand.total('pods')} pods at its peak, above the pod quota of "
+                f"{owner} ({quota.pods})",
+            )
+        if workload.gpus is None or workload.gpus.pool not in pools:
+            continue
+        pool = pools[workload.gpus.pool][1]
+        if not pool_is_sound(pool) or not _fits_a_node(workload, pool):
+            continue
+        hard_gpus, shown_key = _gpu_quota(team, pool)
+        resource_name = pool_gpu_resource(pool)
+        if hard_gpus == 0:
+            yield ConfigIssue(
+                (*path, "gpus"),
+                f"{owner} has no quota for {resource_name} (teams[{team_index}].{shown_key} is 0)",
+            )
+            continue
+        total_gpus = demand.total("gpus")
+        if total_gpus > hard_gpus:
+            yield ConfigIssue(
+                (*path, "gpus", "count"),
+                f"needs {int(total_gpus)} {resource_name} at its peak "
+                f"({demand.detail('gpus', str(workload.gpus.count))}), above the quota of "
+                f"{owner} ({hard_gpus})",
+            )
+
+
+def workload_claims_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """Claims the workloads create, on top of the team's volumes, fit its storage quota."""
+    teams = _first_teams(config)
+    used: dict[str, tuple[Decimal, int]] = {
+        team.name: (
+            sum((parse_quantity(v.size) for v in team.volumes), Decimal(0)),
+            len(team.volumes),
+        )
+        for _, team in teams.values()
+    }
+    for index, workload in enumerate(config.workloads):
+        found = teams.get(workload.team)
+        if found is None:
+            continue
+        team = found[1]
+        volumes_alone = sum((parse_quantity(v.size) for v in team.volumes), Decimal(0))
+        if (
+            volumes_alone > parse_quantity(team.quota.storage)
+            or len(team.volumes) > team.quota.persistent_volume_claims
+        ):
+            continue  # the team's own volumes already exceed it: reported on the team
+        claims: list[tuple[tuple[str | int, ...], str, int]] = []
+        if workload.kind == "training":
+            checkpoints = workload.training_settings.checkpoints
+            if checkpoints is not None and checkpoints.claim is None and checkpoints.size:
+                claims.append((("training", "checkpoints", "size"), checkpoints.size, 1))
+        else:
+            for position, dep in enumerate(workload.inference_settings.stateful_dependencies):
+                claims.append(
+                    (
+                        ("inference", "statefulDependencies", position, "size"),
+                        dep.size,
+                        dep.replicas,
+                    )
+                )
+        for where, size, count in claims:
+            storage, number = used[team.name]
+            storage += parse_quantity(size) * count
+            number += count
+            used[team.name] = (storage, number)
+            path = ("workloads", index, *where)
+            if storage > parse_quantity(team.quota.storage):
+                yield ConfigIssue(
+                    path,
+                    f"the volumes and workload claims of team {team.name!r} add up to "
+                    f"{_show_amount('memory', storage)}, above its storage quota of "
+                    f"{team.quota.storage}",
+                )
+            if number > team.quota.persistent_volume_claims:
+                yield ConfigIssue(
+                    path,
+                    f"the volumes and workload claims of team {team.name!r} add up to {number} "
+                    f"PVCs, above its quota of {team.quota.persistent_volume_claims}",
+                )
+
+
+def serving_floor_fits_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """A team's inference services at their minimum replicas run all the time: they must fit."""
+    teams = _first_teams(config)
+    totals: dict[str, dict[str, Decimal]] = {}
+    for index, workload in enumerate(config.workloads):
+        found = teams.get(workload.team)
+        if found is None or workload.kind != "inference":
+            continue
+        team = found[1]
+        demand = workload_demand(workload, floor=True)
+        sums = totals.setdefault(team.name, {"cpu": Decimal(0), "memory_limit": Decimal(0)})
+        for resource, hard, shown, noun in (
+            ("cpu", parse_quantity(team.quota.cpu), team.quota.cpu, "CPU"),
+            ("memory_limit", parse_quantity(team.quota.memory), team.quota.memory, "memory"),
+        ):
+            before = sums[resource]
+            sums[resource] = before + demand.total(resource)
+            # Report once, at the service that crosses the line; a service that alone
+            # exceeds the quota is reported by workloads_fit_team_quota already.
+            if before <= hard < sums[resource] and before > 0:
+                amount = _show_amount(resource.removesuffix("_limit"), sums[resource])
+                yield ConfigIssue(
+                    ("workloads", index),
+                    f"the inference services of team {team.name!r} need {amount} {noun} at "
+                    f"their minimum replicas, above the team's quota of {shown}",
+                )
+
+
+def workloads_fit_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """A queued workload's pool must be in the team's queue, and one job must fit what the
+    queue can ever admit there (nominal + borrowing): otherwise Kueue never admits it."""
+    teams = _first_teams(config)
+    pools = _first_pools(config)
+    for index, workload in enumerate(config.workloads):
+        found = teams.get(workload.team)
+        if found is None or workload.gpus is None or workload.gpus.pool not in pools:
+            continue
+        team_index, team = found
+        path = ("workloads", index)
+        inference = workload.kind == "inference"
+        if not config.queueing.enabled or (inference and not workload.inference_settings.queued):
+            continue  # without Kueue every workload runs unqueued
+        if team.queue is None:
+            if inference:
+                yield ConfigIssue(
+                    (*path, "inference", "queued"),
+                    f"team {team.name!r} has no Kueue queue (teams[{team_index}].queue)",
+                )
+            continue
+        entries = {entry.pool: entry for entry in _queued(team)}
+        pool = pools[workload.gpus.pool][1]
+        if not set(entries) <= set(pools) or not pool_is_sound(pool):
+            continue  # the queue or the pool is broken itself: reported there
+        if not _fits_a_node(workload, pool):
+            continue
+        entry = entries.get(workload.gpus.pool)
+        if entry is None:
+            yield ConfigIssue(
+                (*path, "gpus", "pool"),
+                f"team {team.name!r} queues GPU work on {', '.join(entries)} only; add "
+                f"{workload.gpus.pool!r} to teams[{team_index}].queue.pools or Kueue never "
+                "admits this workload",
+            )
+            continue
+        demand = workload_demand(workload)
+        pods = 1 if inference else demand.pods  # Kueue admits a Deployment pod by pod
+        borrow = entry.borrowing_limit
+        resource_name = pool_gpu_resource(pool)
+        for key, needed, nominal, borrowing, name in (
+            (
+                ("gpus", "count"),
+                Decimal(demand.gpus * pods),
+                Decimal(entry.gpus),
+                Decimal(borrow.gpus or 0),
+                resource_name,
+            ),
+            (
+                ("resources", "cpu"),
+                demand.cpu * pods,
+                parse_quantity(entry.cpu),
+                parse_quantity(borrow.cpu or "0"),
+                "cpu",
+            ),
+            (
+                ("resources", "memory"),
+                demand.memory * pods,
+                parse_quantity(entry.memory),
+                parse_quantity(borrow.memory or "0"),
+                "memory",
+            ),
+        ):
+            if needed > nominal + borrowing:
+                show = functools.partial(_show_amount, name)
+                what = "the job needs" if not inference else "one replica needs"
+                yield ConfigIssue(
+                    (*path, *key),
+                    f"{what} {show(needed)} {name} at once, more than the queue of team "
+                    f"{team.name!r} can ever admit on pool {pool.name!r} (nominal "
+                    f"{show(nominal)} + borrowing {show(borrowing)})",
+                )
+
+
+WORKLOAD_RULES: tuple[Rule, ...] = (
+    workload_teams_exist,
+    unique_workload_names,
+    workload_kind_settings,
+    workload_gpus_fit_pools,
+    workload_priority_classes,
+    workload_volumes,
+    workloads_fit_team_quota,
+    workload_claims_fit_team_quota,
+    serving_floor_fits_team_quota,
+    workloads_fit_queues,
+)
+"""Rules of issue 5: references, GPU sharing, volumes, quotas and queues of team workloads."""
+
+
 def cross_field_issues(config: PlatformConfig) -> list[ConfigIssue]:
-    return [issue for rule in (*RULES, *GPU_RULES) for issue in rule(config)]
+    return [issue for rule in (*RULES, *GPU_RULES, *WORKLOAD_RULES) for issue in rule(config)]

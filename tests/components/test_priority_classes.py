@@ -29,6 +29,8 @@ def test_custom_classes_replace_defaults_and_reach_outputs(dev_config):
     ]
     for team in dev_config["teams"]:
         team.pop("priorityClasses", None)
+    for workload in dev_config["workloads"]:  # the old class names are gone
+        workload.pop("priorityClass", None)
     run = run_stack(dev_config)
     names = sorted(
         r.metadata["name"] for r in run.kubernetes_objects() if r.kind == "PriorityClass"

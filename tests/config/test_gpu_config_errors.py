@@ -267,7 +267,8 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
     (
         "namespace GPU quota below nominal plus borrowing",
         "dev",
-        _set("teams.0.quota.gpus", 6),
+        # Shrink the 2 x 4 GPU fine-tune too, which a quota of 6 would also reject.
+        _all(_set("teams.0.quota.gpus", 6), _set("workloads.0.training.nodes", 1)),
         "ai-platform:teams[0].quota.gpus: the team's queue may admit 8 nvidia.com/gpu (nominal 6 "
         "+ borrowing 2), above the namespace quota of 6",
     ),

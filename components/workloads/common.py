@@ -1,0 +1,219 @@
+"""Building blocks TrainingJob and InferenceService share: resources, labels, security, network.
+
+Why one module: both components must agree on what "restricted", "a team's pod" and "DNS egress"
+mean, and so must the policy pack and the tests that read their manifests.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..constants import (
+    APP_COMPONENT_LABEL,
+    APP_INSTANCE_LABEL,
+    APP_NAME_LABEL,
+    CLUSTER_DOMAIN,
+    DNS_PORT,
+    KUBE_DNS_LABEL,
+    KUBE_DNS_LABEL_VALUE,
+    KUBE_SYSTEM_NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+    WORKLOAD_TYPE_LABEL,
+)
+from ..labels import team_labels
+from ..scheduling_contract import SchedulingContract
+
+TMP_MOUNT_PATH: Final = "/tmp"
+SHM_MOUNT_PATH: Final = "/dev/shm"
+DATASET_MOUNT_PATH: Final = "/datasets"
+CHECKPOINT_MOUNT_PATH: Final = "/checkpoints"
+MODEL_MOUNT_PATH: Final = "/models"
+"""Mount points; the data paths are the ones the ``training-data-on-pvc`` policy watches."""
+
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_name(name: str, what: str, max_length: int) -> None:
+    """Names become Service names (DNS-1035 labels) and prefixes of derived object names."""
+    if len(name) > max_length or not _NAME.match(name):
+        raise ValueError(
+            f"{what} {name!r} must be a DNS-1035 label of at most {max_length} characters "
+            "(lower-case letters, digits and '-', starting with a letter)"
+        )
+
+
+def check_env(env: Mapping[str, str], reserved: frozenset[str], what: str) -> None:
+    """User environment may not shadow what the component sets itself."""
+    for key in env:
+        if not _ENV_NAME.match(key):
+            raise ValueError(f"{what}: invalid environment variable name {key!r}")
+        if key in reserved:
+            raise ValueError(f"{what}: environment variable {key!r} is set by the component")
+
+
+@dataclass(frozen=True)
+class ComputeResources:
+    """CPU and memory of one container (Kubernetes quantities)."""
+
+    cpu: str
+    """CPU request."""
+    memory: str
+    """Memory request."""
+    cpu_limit: str | None = None
+    """Default: the request. Always set: a team's LimitRange default limit (4 CPU) below a
+    larger request would make the API server reject the pod."""
+    memory_limit: str | None = None
+    """Default: the request (no overcommit: an OOM kill loses a training step or a replica)."""
+
+    def requests(self) -> dict[str, str]:
+        return {"cpu": self.cpu, "memory": self.memory}
+
+    def limits(self) -> dict[str, str]:
+        return {"cpu": self.cpu_limit or self.cpu, "memory": self.memory_limit or self.memory}
+
+
+@dataclass(frozen=True)
+class EgressAllowance:
+    """Cluster-external destinations a workload may open connections to (object storage)."""
+
+    cidrs: tuple[str, ...] = ()
+    """IP ranges, e.g. the S3 prefix list of the region. Empty: no external egress."""
+    ports: tuple[int, ...] = (443,)
+    """TCP ports on those ranges."""
+
+    def __post_init__(self) -> None:
+        for cidr in self.cidrs:
+            network = ipaddress.ip_network(cidr, strict=False)
+            if network.prefixlen == 0:
+                raise ValueError(f"egress CIDR {cidr} opens the whole internet")
+
+
+def pod_security_context(run_as_user: int, run_as_group: int, fs_group: int) -> dict[str, Any]:
+    """Pod-level half of the ``restricted`` Pod Security Standard, plus volume ownership.
+
+    ``fsGroupChangePolicy: OnRootMismatch`` keeps the kubelet from re-chowning a multi-terabyte
+    dataset volume on every pod start.
+    """
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": run_as_user,
+        "runAsGroup": run_as_group,
+        "fsGroup": fs_group,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context(read_only_root: bool = True) -> dict[str, Any]:
+    """Container-level half of ``restricted``; a read-only root with a writable /tmp emptyDir."""
+    return {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": read_only_root,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def workload_labels(
+    team: str, name: str, component: str, workload_type: str, instance: str | None = None
+) -> dict[str, str]:
+    """Standard labels of a workload's objects and pods."""
+    return team_labels(
+        team,
+        {
+            APP_NAME_LABEL: name,
+            APP_INSTANCE_LABEL: instance or name,
+            APP_COMPONENT_LABEL: component,
+            WORKLOAD_TYPE_LABEL: workload_type,
+        },
+    )
+
+
+def selector_labels(name: str, component: str) -> dict[str, str]:
+    """The immutable subset of the labels that selects the workload's pods."""
+    return {APP_NAME_LABEL: name, APP_COMPONENT_LABEL: component}
+
+
+def gpu_resources(contract: SchedulingContract | None, count: int) -> dict[str, str]:
+    """The contract's GPU resource, or nothing for CPU-only pods."""
+    if contract is None or count == 0:
+        return {}
+    return contract.gpu_limits(count)
+
+
+def container_resources(
+    compute: ComputeResources, contract: SchedulingContract | None, gpus: int
+) -> dict[str, dict[str, str]]:
+    """Requests and limits; GPU requests equal limits (extended resources cannot overcommit)."""
+    extra = gpu_resources(contract, gpus)
+    return {
+        "requests": {**compute.requests(), **extra},
+        "limits": {**compute.limits(), **extra},
+    }
+
+
+def placement(contract: SchedulingContract | None) -> dict[str, Any]:
+    """``nodeSelector`` and ``tolerations`` of the pool, read from its contract (never retyped)."""
+    if contract is None:
+        return {}
+    return {"nodeSelector": dict(contract.node_selector), "tolerations": contract.tolerations}
+
+
+def dns_egress_rule() -> dict[str, Any]:
+    """Egress to the cluster DNS pods only (UDP and TCP 53)."""
+    return {
+        "to": [
+            {
+                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: KUBE_SYSTEM_NAMESPACE}},
+                "podSelector": {"matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}},
+            }
+        ],
+        "ports": [
+            {"protocol": "UDP", "port": DNS_PORT},
+            {"protocol": "TCP", "port": DNS_PORT},
+        ],
+    }
+
+
+def cidr_egress_rules(egress: EgressAllowance) -> list[dict[str, Any]]:
+    """One rule for the configured external ranges on the configured ports; none if no range."""
+    if not egress.cidrs:
+        return []
+    return [
+        {
+            "to": [{"ipBlock": {"cidr": cidr}} for cidr in egress.cidrs],
+            "ports": [{"protocol": "TCP", "port": port} for port in egress.ports],
+        }
+    ]
+
+
+def namespaces_peer(namespaces: Sequence[str]) -> dict[str, Any]:
+    """A peer matching every pod of the named namespaces."""
+    return {
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}
+            ]
+        }
+    }
+
+
+def env_list(values: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``{"A": "1"}`` → ``[{"name": "A", "value": "1"}]`` in the given order."""
+    return [{"name": key, "value": value} for key, value in values.items()]
+
+
+def service_dns_name(service: str, namespace: str, cluster_domain: str = CLUSTER_DOMAIN) -> str:
+    """``<svc>.<ns>.svc.<domain>``: what other namespaces (and the stack outputs) use."""
+    return f"{service}.{namespace}.svc.{cluster_domain}"
+
+
+def env_var_prefix(name: str) -> str:
+    """``model-cache`` → ``MODEL_CACHE``: dependency names as environment variable prefixes."""
+    return name.upper().replace("-", "_")

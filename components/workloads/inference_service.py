@@ -1,0 +1,664 @@
+"""InferenceService: a model server that scales, rolls out without losing capacity, and is
+reachable only from where it should be.
+
+Renders a Deployment, a ClusterIP Service (serving and ``metrics`` ports), an ``autoscaling/v2``
+HorizontalPodAutoscaler, a PodDisruptionBudget, a NetworkPolicy, optionally a ServiceMonitor, and
+per stateful dependency (a Redis for job status, a model cache) a StatefulSet with a volume claim
+template behind a headless Service.
+
+Why some choices (docs/workloads.md has the long form):
+
+- ``spec.replicas`` is left out: the HPA owns it. Applying a replica count would fight the HPA
+  (and, with server-side apply, conflict with its field manager) on every update.
+- ``maxUnavailable: 0`` / ``maxSurge >= 1``: a rollout adds a new replica before it removes an
+  old one, so serving capacity never drops below what the HPA asked for.
+- Topology spread across nodes (``DoNotSchedule`` by default) and zones (``ScheduleAnyway``: a
+  single-zone GPU pool must still schedule), counted per revision (``pod-template-hash``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..constants import (
+    KUEUE_QUEUE_LABEL,
+    METRICS_PORT_NAME,
+    MONITORING_NAMESPACE,
+    TEAM_ENV_CONFIGMAP,
+    TEAM_WORKLOAD_SERVICE_ACCOUNT,
+    TRAINING_ENV_VAR,
+    WORKLOAD_TYPE_INFERENCE,
+    ZONE_LABEL,
+)
+from ..scheduling_contract import SchedulingContract
+from .common import (
+    MODEL_MOUNT_PATH,
+    SHM_MOUNT_PATH,
+    TMP_MOUNT_PATH,
+    ComputeResources,
+    EgressAllowance,
+    check_env,
+    check_name,
+    cidr_egress_rules,
+    container_resources,
+    container_security_context,
+    dns_egress_rule,
+    env_list,
+    env_var_prefix,
+    namespaces_peer,
+    placement,
+    pod_security_context,
+    selector_labels,
+    workload_labels,
+)
+
+SERVER_CONTAINER: Final = "server"
+SERVER_COMPONENT: Final = "server"
+HTTP_PORT_NAME: Final = "http"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+MAX_NAME_LENGTH: Final = 40
+MAX_DEPENDENCY_NAME_LENGTH: Final = 11
+"""``<service>-<dependency>`` names a StatefulSet, whose pods' revision-hash label value
+(``<name>-<10 chars>``) must fit 63 characters: 40 + 1 + 11 = 52."""
+RESERVED_ENV: Final = frozenset(
+    {"LOG_LEVEL", "PORT", "METRICS_PORT", "MODEL_DIR", "HOME", "TMPDIR", TRAINING_ENV_VAR}
+)
+"""Set by the component (``<DEPENDENCY>_HOST``/``_PORT`` too); user env may not."""
+
+
+@dataclass(frozen=True)
+class CustomMetric:
+    """A per-pod metric served by a metrics adapter (e.g. the Prometheus adapter)."""
+
+    name: str
+    """Metric name as the custom metrics API serves it, e.g. ``vllm_num_requests_waiting``."""
+    average_value: str
+    """Target per pod (a quantity): the HPA adds replicas while the average is above it."""
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """HorizontalPodAutoscaler bounds and targets (seed values: 2..5 replicas at 80% CPU)."""
+
+    min_replicas: int = 2
+    """Two so one replica survives a node drain (prod policy floor)."""
+    max_replicas: int = 5
+    cpu_utilization: int | None = 80
+    """Average CPU utilisation target in percent of requests; None: no CPU metric."""
+    custom_metric: CustomMetric | None = None
+    """A better signal than CPU for GPU servers (queue depth, tokens in flight)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_replicas <= self.max_replicas:
+            raise ValueError(
+                f"Autoscaling: need 1 <= min_replicas ({self.min_replicas}) <= max_replicas "
+                f"({self.max_replicas})"
+            )
+        if self.cpu_utilization is None and self.custom_metric is None:
+            raise ValueError("Autoscaling: set cpu_utilization, a custom_metric, or both")
+
+
+@dataclass(frozen=True)
+class Probes:
+    """HTTP probes on the serving port."""
+
+    readiness_path: str = "/health"
+    """Traffic only once the model is loaded."""
+    liveness_path: str = "/health"
+    """Restart a wedged server."""
+    startup_timeout_seconds: int = 600
+    """How long loading the model may take before liveness starts counting."""
+    period_seconds: int = 10
+
+    @property
+    def startup_failure_threshold(self) -> int:
+        return max(1, -(-self.startup_timeout_seconds // self.period_seconds))
+
+
+@dataclass(frozen=True)
+class StatefulDependency:
+    """A small stateful service next to the server (Redis for job status, a model cache)."""
+
+    name: str
+    """Short name (at most 11 characters); objects are ``<service>-<name>``."""
+    image: str
+    port: int
+    storage_class: str
+    """Class of the per-replica volume (volume claim template)."""
+    size: str
+    resources: ComputeResources = field(
+        default_factory=lambda: ComputeResources(cpu="250m", memory="512Mi")
+    )
+    mount_path: str = "/data"
+    command: Sequence[str] = ()
+    args: Sequence[str] = ()
+    replicas: int = 1
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    run_as_user: int = 999
+    """Redis' and most database images' non-root user."""
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "dependency name", MAX_DEPENDENCY_NAME_LENGTH)
+        if self.replicas < 1:
+            raise ValueError(f"dependency {self.name}: replicas must be >= 1")
+
+
+@dataclass(frozen=True)
+class InferenceServiceArgs:
+    """Inputs of an InferenceService. Defaults are the platform's seed values."""
+
+    team: str
+    namespace: pulumi.Input[str]
+    """Pass ``TeamNamespace.namespace`` so every object waits for the namespace."""
+    name: str
+    """Deployment and Service name: a DNS-1035 label of at most 40 characters."""
+    image: str
+    resources: ComputeResources
+    """CPU and memory of one replica."""
+    command: Sequence[str] = ()
+    args: Sequence[str] = ()
+    port: int = 8080
+    """Serving port (``PORT``); the Service exposes it as ``http``."""
+    metrics_port: int = 9090
+    """Prometheus port (``METRICS_PORT``), named ``metrics``; only the monitoring namespace may
+    reach it."""
+    metrics_path: str = "/metrics"
+    probes: Probes = field(default_factory=Probes)
+    autoscaling: Autoscaling = field(default_factory=Autoscaling)
+    max_surge: int = 1
+    """Extra replicas during a rollout (``maxUnavailable`` is always 0)."""
+    pdb_max_unavailable: int | None = 1
+    pdb_min_available: int | None = None
+    """Set instead of ``pdb_max_unavailable``; must stay below ``min_replicas``."""
+    gpus: int = 0
+    """Units of the pool's GPU resource per replica."""
+    scheduling: SchedulingContract | None = None
+    """The pool's contract; required with GPUs."""
+    priority_class: str = "normal"
+    queue_name: str | None = None
+    """Submit the Deployment's pods through this Kueue LocalQueue (Kueue's deployment
+    integration); None: only the namespace quota applies."""
+    model_claim: str | None = None
+    """PVC with the model files, mounted read-only at ``/models`` (``MODEL_DIR``)."""
+    shm_size: str | None = None
+    """``/dev/shm`` for tensor-parallel servers; None: none."""
+    tmp_size: str = "4Gi"
+    env: Mapping[str, str] = field(default_factory=dict)
+    log_level: str = "info"
+    env_config_map: str | None = TEAM_ENV_CONFIGMAP
+    service_account: str = TEAM_WORKLOAD_SERVICE_ACCOUNT
+    allow_from_namespaces: Sequence[str] = ()
+    """Namespaces (the ingress gateway's) whose pods may call the serving port."""
+    monitoring_namespace: str = MONITORING_NAMESPACE
+    """Namespace whose pods may scrape the metrics port."""
+    egress: EgressAllowance = field(default_factory=EgressAllowance)
+    service_monitor: bool = False
+    """Create a ServiceMonitor (needs the Prometheus operator's CRDs)."""
+    scrape_interval: str = "30s"
+    node_spread: str = "DoNotSchedule"
+    """``whenUnsatisfiable`` of the spread across nodes; zones always ``ScheduleAnyway``."""
+    dependencies: Sequence[StatefulDependency] = ()
+    retain_data: bool = False
+    """Dependencies keep their volumes when scaled down or deleted (prod)."""
+    rollout_timeout: str = "20m"
+    """How long ``pulumi up`` waits for a rollout (model loading included)."""
+    termination_grace_period_seconds: int = 60
+    run_as_user: int = 1000
+    run_as_group: int = 1000
+    fs_group: int = 1000
+    read_only_root_filesystem: bool = True
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "InferenceService name", MAX_NAME_LENGTH)
+        who = f"InferenceService {self.name}"
+        if self.gpus and self.scheduling is None:
+            raise ValueError(f"{who}: GPUs need a pool's SchedulingContract")
+        if self.port == self.metrics_port:
+            raise ValueError(f"{who}: port and metrics_port must differ")
+        if self.max_surge < 1:
+            raise ValueError(f"{who}: max_surge must be >= 1 (maxUnavailable is 0)")
+        if (self.pdb_max_unavailable is None) == (self.pdb_min_available is None):
+            raise ValueError(f"{who}: set exactly one of pdb_max_unavailable, pdb_min_available")
+        if (
+            self.pdb_min_available is not None
+            and self.pdb_min_available >= self.autoscaling.min_replicas
+        ):
+            raise ValueError(f"{who}: pdb_min_available must be below min_replicas")
+        if self.node_spread not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ValueError(f"{who}: node_spread {self.node_spread!r}")
+        names = [d.name for d in self.dependencies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{who}: dependency names must be unique")
+        reserved = RESERVED_ENV | {
+            f"{env_var_prefix(n)}_{suffix}" for n in names for suffix in ("HOST", "PORT")
+        }
+        check_env(self.env, reserved, who)
+
+    def dependency_service(self, dependency: StatefulDependency) -> str:
+        return f"{self.name}-{dependency.name}"
+
+
+def server_env(args: InferenceServiceArgs) -> list[dict[str, Any]]:
+    values: dict[str, str] = {
+        "LOG_LEVEL": args.log_level,
+        **dict(args.env),
+        "PORT": str(args.port),
+        "METRICS_PORT": str(args.metrics_port),
+        "HOME": TMP_MOUNT_PATH,  # model and compiler caches, next to a read-only root
+        "TMPDIR": TMP_MOUNT_PATH,
+    }
+    if args.model_claim:
+        values["MODEL_DIR"] = MODEL_MOUNT_PATH
+    for dependency in args.dependencies:
+        prefix = env_var_prefix(dependency.name)
+        values[f"{prefix}_HOST"] = args.dependency_service(dependency)
+        values[f"{prefix}_PORT"] = str(dependency.port)
+    return env_list(values)
+
+
+def _http_probe(path: str, period: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": HTTP_PORT_NAME},
+        "periodSeconds": period,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+
+
+def spread_constraints(selector: Mapping[str, str], node_spread: str) -> list[dict[str, Any]]:
+    """Across nodes and zones, per revision, so a rollout's surge does not skew the spread."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": dict(selector)},
+            "matchLabelKeys": ["pod-template-hash"],
+        }
+        for key, when in ((HOSTNAME_LABEL, node_spread), (ZONE_LABEL, "ScheduleAnyway"))
+    ]
+
+
+def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
+    selector = selector_labels(args.name, SERVER_COMPONENT)
+    labels = workload_labels(args.team, args.name, SERVER_COMPONENT, WORKLOAD_TYPE_INFERENCE)
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": args.tmp_size}}]
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": TMP_MOUNT_PATH}]
+    if args.model_claim:
+        volumes.append(
+            {
+                "name": "model",
+                "persistentVolumeClaim": {"claimName": args.model_claim, "readOnly": True},
+            }
+        )
+        mounts.append({"name": "model", "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
+    if args.shm_size:
+        volumes.append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": args.shm_size}}
+        )
+        mounts.append({"name": "dshm", "mountPath": SHM_MOUNT_PATH})
+    probes = args.probes
+    server: dict[str, Any] = {
+        "name": SERVER_CONTAINER,
+        "image": args.image,
+        "ports": [
+            {"name": HTTP_PORT_NAME, "containerPort": args.port, "protocol": "TCP"},
+            {"name": METRICS_PORT_NAME, "containerPort": args.metrics_port, "protocol": "TCP"},
+        ],
+        "env": server_env(args),
+        "envFrom": (
+            [{"configMapRef": {"name": args.env_config_map}}] if args.env_config_map else []
+        ),
+        "resources": container_resources(args.resources, args.scheduling, args.gpus),
+        "readinessProbe": _http_probe(probes.readiness_path, probes.period_seconds, 3),
+        "livenessProbe": _http_probe(probes.liveness_path, probes.period_seconds * 2, 3),
+        "startupProbe": _http_probe(
+            probes.liveness_path, probes.period_seconds, probes.startup_failure_threshold
+        ),
+        "securityContext": container_security_context(args.read_only_root_filesystem),
+        "volumeMounts": mounts,
+    }
+    if args.command:
+        server["command"] = list(args.command)
+    if args.args:
+        server["args"] = list(args.args)
+    return {
+        # No replicas: the HPA owns the count.
+        "selector": {"matchLabels": selector},
+        "revisionHistoryLimit": 5,
+        "strategy": {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 0, "maxSurge": args.max_surge},
+        },
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "serviceAccountName": args.service_account,
+                "automountServiceAccountToken": False,
+                "enableServiceLinks": False,
+                "priorityClassName": args.priority_class,
+                "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
+                "securityContext": pod_security_context(
+                    args.run_as_user, args.run_as_group, args.fs_group
+                ),
+                **placement(args.scheduling if args.gpus else None),
+                "topologySpreadConstraints": spread_constraints(selector, args.node_spread),
+                "containers": [server],
+                "volumes": volumes,
+            },
+        },
+    }
+
+
+def hpa_spec(args: InferenceServiceArgs) -> dict[str, Any]:
+    scaling = args.autoscaling
+    metrics: list[dict[str, Any]] = []
+    if scaling.cpu_utilization is not None:
+        metrics.append(
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {
+                        "type": "Utilization",
+                        "averageUtilization": scaling.cpu_utilization,
+                    },
+                },
+            }
+        )
+    if scaling.custom_metric is not None:
+        metrics.append(
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": scaling.custom_metric.name},
+                    "target": {
+                        "type": "AverageValue",
+                        "averageValue": scaling.custom_metric.average_value,
+                    },
+                },
+            }
+        )
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": args.name},
+        "minReplicas": scaling.min_replicas,
+        "maxReplicas": scaling.max_replicas,
+        "metrics": metrics,
+    }
+
+
+def _port(port: int) -> dict[str, Any]:
+    return {"protocol": "TCP", "port": port}
+
+
+def network_policy_spec(args: InferenceServiceArgs) -> dict[str, Any]:
+    """Serving port from the gateway namespaces and the app itself; metrics port from
+    monitoring; egress to DNS, the app's own serving port, the dependencies and the configured
+    external ranges only."""
+    own = {"podSelector": {"matchLabels": selector_labels(args.name, SERVER_COMPONENT)}}
+    callers: list[dict[str, Any]] = [own]
+    if args.allow_from_namespaces:
+        callers.insert(0, namespaces_peer(args.allow_from_namespaces))
+    egress: list[dict[str, Any]] = [dns_egress_rule(), {"to": [own], "ports": [_port(args.port)]}]
+    for dependency in args.dependencies:
+        dep_selector = selector_labels(args.dependency_service(dependency), dependency.name)
+        egress.append(
+            {
+                "to": [{"podSelector": {"matchLabels": dep_selector}}],
+                "ports": [_port(dependency.port)],
+            }
+        )
+    egress += cidr_egress_rules(args.egress)
+    return {
+        **own,
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [
+            {"from": callers, "ports": [_port(args.port)]},
+            {
+                "from": [namespaces_peer([args.monitoring_namespace])],
+                "ports": [_port(args.metrics_port)],
+            },
+        ],
+        "egress": egress,
+    }
+
+
+def dependency_network_policy_spec(
+    args: InferenceServiceArgs, dependency: StatefulDependency
+) -> dict[str, Any]:
+    """The dependency accepts only the server (and its own replicas) and talks only to DNS
+    and its own replicas."""
+    own = {
+        "podSelector": {
+            "matchLabels": selector_labels(args.dependency_service(dependency), dependency.name)
+        }
+    }
+    server = {"podSelector": {"matchLabels": selector_labels(args.name, SERVER_COMPONENT)}}
+    return {
+        **own,
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": [server], "ports": [_port(dependency.port)]}, {"from": [own]}],
+        "egress": [{"to": [own]}, dns_egress_rule()],
+    }
+
+
+def statefulset_spec(args: InferenceServiceArgs, dependency: StatefulDependency) -> dict[str, Any]:
+    """One replica set with a claim per pod; claims are retained when the stack protects data."""
+    service = args.dependency_service(dependency)
+    selector = selector_labels(service, dependency.name)
+    labels = workload_labels(
+        args.team, service, dependency.name, WORKLOAD_TYPE_INFERENCE, instance=args.name
+    )
+    retention = "Retain" if args.retain_data else "Delete"
+    container: dict[str, Any] = {
+        "name": dependency.name,
+        "image": dependency.image,
+        "ports": [{"name": "tcp", "containerPort": dependency.port, "protocol": "TCP"}],
+        "resources": container_resources(dependency.resources, None, 0),
+        "readinessProbe": {"tcpSocket": {"port": "tcp"}, "periodSeconds": 10},
+        "livenessProbe": {"tcpSocket": {"port": "tcp"}, "periodSeconds": 20},
+        "securityContext": container_security_context(True),
+        "volumeMounts": [
+            {"name": "data", "mountPath": dependency.mount_path},
+            {"name": "tmp", "mountPath": TMP_MOUNT_PATH},
+        ],
+    }
+    if dependency.command:
+        container["command"] = list(dependency.command)
+    if dependency.args:
+        container["args"] = list(dependency.args)
+    return {
+        "serviceName": service,
+        "replicas": dependency.replicas,
+        "selector": {"matchLabels": selector},
+        "persistentVolumeClaimRetentionPolicy": {
+            "whenDeleted": retention,
+            "whenScaled": retention,
+        },
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "serviceAccountName": args.service_account,
+                "automountServiceAccountToken": False,
+                "enableServiceLinks": False,
+                "priorityClassName": args.priority_class,
+                "securityContext": pod_security_context(
+                    dependency.run_as_user, dependency.run_as_user, dependency.run_as_user
+                ),
+                "containers": [container],
+                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+            },
+        },
+        "volumeClaimTemplates": [
+            {
+                "metadata": {"name": "data", "labels": labels},
+                "spec": {
+                    "accessModes": list(dependency.access_modes),
+                    "storageClassName": dependency.storage_class,
+                    "resources": {"requests": {"storage": dependency.size}},
+                },
+            }
+        ],
+    }
+
+
+class InferenceService(pulumi.ComponentResource):
+    """Deployment, Service, HPA, PDB, NetworkPolicy, ServiceMonitor and stateful dependencies."""
+
+    deployment_name: str
+    service_name: str
+    dependency_services: dict[str, str]
+
+    def __init__(
+        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:workloads:InferenceService", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = workload_labels(args.team, args.name, SERVER_COMPONENT, WORKLOAD_TYPE_INFERENCE)
+        selector = selector_labels(args.name, SERVER_COMPONENT)
+        timeouts = pulumi.CustomTimeouts(create=args.rollout_timeout, update=args.rollout_timeout)
+
+        def meta(object_name: str, object_labels: Mapping[str, str]) -> dict[str, Any]:
+            return {"name": object_name, "namespace": args.namespace, "labels": dict(object_labels)}
+
+        dependencies: list[pulumi.Resource] = []
+        for dependency in args.dependencies:
+            service = args.dependency_service(dependency)
+            dep_labels = workload_labels(
+                args.team, service, dependency.name, WORKLOAD_TYPE_INFERENCE, instance=args.name
+            )
+            part = f"{name}-{dependency.name}"
+            headless = k8s.core.v1.Service(
+                f"{part}-service",
+                metadata=meta(service, dep_labels),
+                spec={
+                    "clusterIP": "None",
+                    "selector": selector_labels(service, dependency.name),
+                    "ports": [
+                        {
+                            "name": "tcp",
+                            "port": dependency.port,
+                            "targetPort": "tcp",
+                            "protocol": "TCP",
+                        }
+                    ],
+                },
+                opts=child,
+            )
+            network = k8s.networking.v1.NetworkPolicy(
+                f"{part}-network",
+                metadata=meta(f"{service}-network", dep_labels),
+                spec=dependency_network_policy_spec(args, dependency),
+                opts=child,
+            )
+            if dependency.replicas > 1:
+                k8s.policy.v1.PodDisruptionBudget(
+                    f"{part}-pdb",
+                    metadata=meta(service, dep_labels),
+                    spec={
+                        "maxUnavailable": 1,
+                        "selector": {"matchLabels": selector_labels(service, dependency.name)},
+                    },
+                    opts=child,
+                )
+            dependencies.append(
+                k8s.apps.v1.StatefulSet(
+                    f"{part}-statefulset",
+                    metadata=meta(service, dep_labels),
+                    spec=statefulset_spec(args, dependency),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[headless, network], custom_timeouts=timeouts
+                    ),
+                )
+            )
+
+        network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-network",
+            metadata=meta(f"{args.name}-network", labels),
+            spec=network_policy_spec(args),
+            opts=child,
+        )
+        deployment_labels = dict(labels)
+        if args.queue_name:
+            deployment_labels[KUEUE_QUEUE_LABEL] = args.queue_name
+        k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=meta(args.name, deployment_labels),
+            spec=deployment_spec(args),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*dependencies, network_policy],
+                custom_timeouts=timeouts,
+            ),
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=meta(args.name, labels),
+            spec={
+                "type": "ClusterIP",
+                "selector": selector,
+                "ports": [
+                    {
+                        "name": HTTP_PORT_NAME,
+                        "port": args.port,
+                        "targetPort": HTTP_PORT_NAME,
+                        "protocol": "TCP",
+                    },
+                    {
+                        "name": METRICS_PORT_NAME,
+                        "port": args.metrics_port,
+                        "targetPort": METRICS_PORT_NAME,
+                        "protocol": "TCP",
+                    },
+                ],
+            },
+            opts=pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts),
+        )
+        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            f"{name}-hpa",
+            metadata=meta(args.name, labels),
+            spec=hpa_spec(args),
+            opts=child,
+        )
+        budget: dict[str, Any] = {"selector": {"matchLabels": selector}}
+        if args.pdb_min_available is not None:
+            budget["minAvailable"] = args.pdb_min_available
+        else:
+            budget["maxUnavailable"] = args.pdb_max_unavailable
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=meta(args.name, labels), spec=budget, opts=child
+        )
+        if args.service_monitor:
+            k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor",
+                api_version="monitoring.coreos.com/v1",
+                kind="ServiceMonitor",
+                metadata=meta(args.name, labels),
+                spec={
+                    "selector": {"matchLabels": selector},
+                    "endpoints": [
+                        {
+                            "port": METRICS_PORT_NAME,
+                            "path": args.metrics_path,
+                            "interval": args.scrape_interval,
+                        }
+                    ],
+                },
+                opts=child,
+            )
+
+        self.deployment_name = args.name
+        self.service_name = args.name
+        self.dependency_services = {d.name: args.dependency_service(d) for d in args.dependencies}
+        self.register_outputs(
+            {
+                "deploymentName": self.deployment_name,
+                "serviceName": self.service_name,
+                "dependencyServices": self.dependency_services,
+            }
+        )

@@ -1,0 +1,607 @@
+"""TrainingJob: a (multi-node) torchrun training run that survives failures and fails fast.
+
+What it renders and why (docs/workloads.md has the long form):
+
+- A ``batch/v1`` Job in ``Indexed`` completion mode, one pod per node: each pod gets a stable
+  completion index (its ``NODE_RANK``) and, with the headless Service as its ``subdomain``, a
+  stable DNS name ``<job>-<index>.<job>``; worker 0's name is ``MASTER_ADDR``.
+- ``restartPolicy: Never`` + ``backoffLimit`` + ``podFailurePolicy``: the API rejects a
+  ``podFailurePolicy`` with ``OnFailure``. Disruptions (preemption, drains: the
+  ``DisruptionTarget`` condition) are ignored and retried for free; the preflight's config-error
+  codes and the trainer's declared non-retryable codes fail the Job at once.
+- The preflight init container (``components.workloads.preflight``) with the trainer's exact
+  resources, so it measures what the trainer will get.
+- ``pulumi.com/skipAwait``: the provider would otherwise wait for the Job to complete, which a
+  multi-day or Kueue-suspended run never does within a deployment.
+- Any change of ``spec`` replaces the Job (delete first: the name is fixed). Job templates are
+  immutable, and so are other spec fields the provider does not know about
+  (``podFailurePolicy``, ``completionMode``); replacing is the only change that works, so it is
+  made explicit instead of failing at apply time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..constants import (
+    DISRUPTION_TARGET_CONDITION,
+    JOB_COMPLETION_INDEX_ANNOTATION,
+    JOB_COMPLETION_INDEX_ENV,
+    KARPENTER_DO_NOT_DISRUPT_ANNOTATION,
+    KUEUE_QUEUE_LABEL,
+    SKIP_AWAIT_ANNOTATION,
+    TEAM_ENV_CONFIGMAP,
+    TEAM_WORKLOAD_SERVICE_ACCOUNT,
+    TORCHRUN_MASTER_PORT,
+    TRAINING_ENV_VAR,
+    VOLUME_PURPOSE_LABEL,
+    WORKLOAD_TYPE_EVALUATION,
+    WORKLOAD_TYPE_TRAINING,
+)
+from ..scheduling_contract import SchedulingContract
+from .common import (
+    CHECKPOINT_MOUNT_PATH,
+    DATASET_MOUNT_PATH,
+    SHM_MOUNT_PATH,
+    TMP_MOUNT_PATH,
+    ComputeResources,
+    EgressAllowance,
+    check_env,
+    check_name,
+    cidr_egress_rules,
+    container_resources,
+    container_security_context,
+    dns_egress_rule,
+    env_list,
+    placement,
+    pod_security_context,
+    selector_labels,
+    workload_labels,
+)
+from .preflight import (
+    CONTAINER_SCRIPT_DIR,
+    CONTAINER_SCRIPT_PATH,
+    EXIT_CODES,
+    NON_RETRYABLE_EXIT_CODES,
+    SCRIPT_FILENAME,
+    script_text,
+)
+
+TRAINER_CONTAINER: Final = "trainer"
+PREFLIGHT_CONTAINER: Final = "preflight"
+TRAINER_COMPONENT: Final = "trainer"
+RENDEZVOUS_PORT_NAME: Final = "rendezvous"
+MAX_NAME_LENGTH: Final = 40
+"""Leaves room for ``-checkpoints``/``-preflight`` suffixes and ``<job>-<index>`` hostnames."""
+GPU_MISMATCH_EXIT_CODE: Final = EXIT_CODES["gpu"]
+
+TORCHRUN_ENV: Final = frozenset(
+    {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "NNODES",
+        "NPROC_PER_NODE",
+        "WORLD_SIZE",
+        "NODE_RANK",
+        JOB_COMPLETION_INDEX_ENV,
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "PET_NNODES",
+        "PET_NPROC_PER_NODE",
+        "PET_NODE_RANK",
+    }
+)
+"""What the component derives for torchrun (``PET_*`` are torchrun's own option variables)."""
+RESERVED_ENV: Final = TORCHRUN_ENV | {
+    "LOG_LEVEL",
+    "DATASET_DIR",
+    "CHECKPOINT_DIR",
+    "HOME",
+    "TMPDIR",
+    TRAINING_ENV_VAR,
+}
+"""Environment variables the component (or the team ConfigMap) sets; user env may not."""
+
+
+@dataclass(frozen=True)
+class CheckpointVolume:
+    """Where checkpoints go: an existing claim, or one the job creates (``storage_class`` +
+    ``size``). Exactly one of the two."""
+
+    claim: str | None = None
+    """An existing PVC in the namespace (a team volume)."""
+    storage_class: str | None = None
+    """Create ``<job>-checkpoints`` on this class."""
+    size: str | None = None
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    """Multi-node jobs need ``ReadWriteMany``: every worker writes its shard."""
+    protect: bool = False
+    """Created claims only: Pulumi refuses to delete or replace the claim (prod)."""
+
+    def __post_init__(self) -> None:
+        creates = self.storage_class is not None or self.size is not None
+        if (self.claim is None) == (not creates) or (
+            creates and (self.storage_class is None or self.size is None)
+        ):
+            raise ValueError(
+                "CheckpointVolume: name an existing claim, or storage_class and size to create one"
+            )
+
+
+@dataclass(frozen=True)
+class PreflightSpec:
+    """The ``--start-check`` init container."""
+
+    enabled: bool = True
+    image: str | None = None
+    """Default: the trainer's image (it has Python; no second image to pull or pin)."""
+    dataset_min_files: int = 1
+    """Fewer files under the dataset mount fail the job (exit 14)."""
+    checkpoint_min_free: str | None = None
+    """Free space the checkpoint volume must have, e.g. ``500Gi`` (exit 16)."""
+    fail_job_on_gpu_mismatch: bool = False
+    """Off: a wrong visible-GPU count (exit 12) is retried. It usually means a sick node (a GPU
+    fell off the bus), which a new pod elsewhere does not have; on, it fails the job at once."""
+
+
+@dataclass(frozen=True)
+class TrainingJobArgs:
+    """Inputs of a TrainingJob. Defaults are the platform's seed values."""
+
+    team: str
+    """Owning team: the team label on every object."""
+    namespace: pulumi.Input[str]
+    """Pass ``TeamNamespace.namespace`` so every object waits for the namespace."""
+    name: str
+    """Job name: a DNS-1035 label of at most 40 characters; prefixes every derived name."""
+    image: str
+    """Trainer image, pinned (tag or digest)."""
+    resources: ComputeResources
+    """CPU and memory of one worker (the preflight gets the same)."""
+    command: Sequence[str] = ()
+    args: Sequence[str] = ()
+    nodes: int = 1
+    """Workers (pods), one per node: ``completions == parallelism == nodes``."""
+    gpus_per_node: int = 0
+    """Units of the pool's GPU resource per worker; torchrun's ``NPROC_PER_NODE``."""
+    scheduling: SchedulingContract | None = None
+    """The pool's contract: node selector, tolerations, GPU resource. Required with GPUs."""
+    workload_type: str = WORKLOAD_TYPE_TRAINING
+    """``training`` or ``evaluation``: the workload-type label."""
+    priority_class: str = "normal"
+    queue_name: str | None = None
+    """The team's Kueue LocalQueue: labels the Job and creates it suspended for Kueue to admit.
+    None: the Job starts at once (CPU-only jobs, teams without a queue)."""
+    dataset_claim: str | None = None
+    """PVC mounted read-only at ``/datasets``."""
+    checkpoints: CheckpointVolume | None = None
+    """Mounted at ``/checkpoints``; the job writes to ``/checkpoints/<job>``."""
+    shm_size: str = "16Gi"
+    """``/dev/shm`` (memory-backed, counts against the memory limit): dataloaders and NCCL."""
+    tmp_size: str = "8Gi"
+    """The writable ``/tmp`` next to the read-only root filesystem."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment; names the component sets (``RESERVED_ENV``) are rejected."""
+    log_level: str = "info"
+    """``LOG_LEVEL``."""
+    env_config_map: str | None = TEAM_ENV_CONFIGMAP
+    """ConfigMap loaded with ``envFrom`` (the team's); None for none."""
+    service_account: str = TEAM_WORKLOAD_SERVICE_ACCOUNT
+    master_port: int = TORCHRUN_MASTER_PORT
+    """Rendezvous port on worker 0."""
+    backoff_limit: int = 3
+    """Pod failures tolerated (disruptions do not count)."""
+    active_deadline_seconds: int = 3 * 86400
+    """The job's wall-clock limit, suspended time excluded: three days."""
+    ttl_seconds_after_finished: int = 7 * 86400
+    """Finished jobs (and their pods' logs) are kept a week."""
+    non_retryable_exit_codes: Sequence[int] = ()
+    """Trainer exit codes that mean "a rerun fails the same way": FailJob at once."""
+    preflight: PreflightSpec = field(default_factory=PreflightSpec)
+    egress: EgressAllowance = field(default_factory=EgressAllowance)
+    """External ranges (object storage) the workers may reach; nothing else leaves the cluster."""
+    do_not_disrupt: bool = True
+    """``karpenter.sh/do-not-disrupt``: Karpenter never voluntarily takes a worker's node."""
+    termination_grace_period_seconds: int = 120
+    """Time to write a last checkpoint after SIGTERM (preemption, drain)."""
+    run_as_user: int = 1000
+    run_as_group: int = 1000
+    fs_group: int = 1000
+    """Group that owns the checkpoint volume's files."""
+    read_only_root_filesystem: bool = True
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "TrainingJob name", MAX_NAME_LENGTH)
+        if self.nodes < 1:
+            raise ValueError(f"TrainingJob {self.name}: nodes must be >= 1, got {self.nodes}")
+        if self.gpus_per_node < 0:
+            raise ValueError(f"TrainingJob {self.name}: gpus_per_node must be >= 0")
+        if self.gpus_per_node and self.scheduling is None:
+            raise ValueError(f"TrainingJob {self.name}: GPUs need a pool's SchedulingContract")
+        if self.scheduling and self.gpus_per_node > self.scheduling.resources_per_node:
+            raise ValueError(
+                f"TrainingJob {self.name}: {self.gpus_per_node} {self.scheduling.gpu_resource} "
+                f"per worker, but a node of pool {self.scheduling.pool} has "
+                f"{self.scheduling.resources_per_node}"
+            )
+        if self.workload_type not in (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION):
+            raise ValueError(f"TrainingJob {self.name}: workload_type {self.workload_type!r}")
+        for code in self.non_retryable_exit_codes:
+            if not 1 <= code <= 255:
+                raise ValueError(f"TrainingJob {self.name}: exit code {code} is not in 1..255")
+        check_env(self.env, RESERVED_ENV, f"TrainingJob {self.name}")
+
+    @property
+    def nproc_per_node(self) -> int:
+        """Processes per worker: one per GPU, one for CPU-only jobs."""
+        return self.gpus_per_node or 1
+
+    @property
+    def service_name(self) -> str | None:
+        """The headless Service of a multi-node job (the job's name); None for one node."""
+        return self.name if self.nodes > 1 else None
+
+    @property
+    def master_addr(self) -> str:
+        """Worker 0's stable name, resolved through the pod's DNS search path."""
+        return f"{self.name}-0.{self.name}" if self.nodes > 1 else "localhost"
+
+    @property
+    def checkpoint_claim(self) -> str | None:
+        if self.checkpoints is None:
+            return None
+        return self.checkpoints.claim or f"{self.name}-checkpoints"
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return f"{CHECKPOINT_MOUNT_PATH}/{self.name}"
+
+    @property
+    def preflight_config_map(self) -> str | None:
+        """The ConfigMap holding the preflight script; None when the preflight is off."""
+        return f"{self.name}-preflight" if self.preflight.enabled else None
+
+
+def _index_ref() -> dict[str, Any]:
+    return {"fieldRef": {"fieldPath": f"metadata.annotations['{JOB_COMPLETION_INDEX_ANNOTATION}']"}}
+
+
+def torchrun_env(args: TrainingJobArgs) -> list[dict[str, Any]]:
+    """What ``torchrun`` (and plain ``torch.distributed``) read; ``PET_*`` let a bare
+    ``torchrun train.py`` pick the options up without flags."""
+    nproc = args.nproc_per_node
+    static = {
+        "MASTER_ADDR": args.master_addr,
+        "MASTER_PORT": str(args.master_port),
+        "NNODES": str(args.nodes),
+        "NPROC_PER_NODE": str(nproc),
+        "WORLD_SIZE": str(args.nodes * nproc),
+        "PET_MASTER_ADDR": args.master_addr,
+        "PET_MASTER_PORT": str(args.master_port),
+        "PET_NNODES": str(args.nodes),
+        "PET_NPROC_PER_NODE": str(nproc),
+    }
+    return [
+        *env_list(static),
+        {"name": "NODE_RANK", "valueFrom": _index_ref()},
+        {"name": "PET_NODE_RANK", "valueFrom": _index_ref()},
+        {"name": JOB_COMPLETION_INDEX_ENV, "valueFrom": _index_ref()},
+    ]
+
+
+def trainer_env(args: TrainingJobArgs) -> list[dict[str, Any]]:
+    """``LOG_LEVEL``, the user's environment, data locations, then the torchrun variables."""
+    values: dict[str, str] = {"LOG_LEVEL": args.log_level, **dict(args.env)}
+    if args.dataset_claim:
+        values["DATASET_DIR"] = DATASET_MOUNT_PATH
+    if args.checkpoints is not None:
+        values["CHECKPOINT_DIR"] = args.checkpoint_dir
+    # Caches (Triton, torch.compile, Hugging Face) live under $HOME: point it at the writable
+    # /tmp, next to the read-only root filesystem and whatever user the image expects.
+    values["HOME"] = TMP_MOUNT_PATH
+    values["TMPDIR"] = TMP_MOUNT_PATH
+    return [*env_list(values), *torchrun_env(args)]
+
+
+def preflight_command(args: TrainingJobArgs) -> list[str]:
+    """``--start-check`` with the trainer's own numbers; ``--all`` reports every problem."""
+    command = [
+        "python3",
+        CONTAINER_SCRIPT_PATH,
+        "--start-check",
+        "--all",
+        "--min-memory",
+        args.resources.memory,
+        "--min-cpus",
+        args.resources.cpu,
+        "--expect-gpus",
+        str(args.gpus_per_node),
+    ]
+    if args.dataset_claim:
+        command += [
+            "--dataset-path",
+            DATASET_MOUNT_PATH,
+            "--dataset-min-files",
+            str(args.preflight.dataset_min_files),
+        ]
+    if args.checkpoints is not None:
+        command += ["--checkpoint-path", args.checkpoint_dir, "--checkpoint-create"]
+        if args.preflight.checkpoint_min_free:
+            command += ["--checkpoint-min-free", args.preflight.checkpoint_min_free]
+    return command
+
+
+def preflight_exit_codes(spec: PreflightSpec) -> list[int]:
+    """The preflight codes that fail the job at once (sorted, as the API demands)."""
+    return [
+        code
+        for code in NON_RETRYABLE_EXIT_CODES
+        if spec.fail_job_on_gpu_mismatch or code != GPU_MISMATCH_EXIT_CODE
+    ]
+
+
+def pod_failure_policy(args: TrainingJobArgs) -> dict[str, Any]:
+    """Ignore disruptions first (a preempted trainer may exit with any code), then FailJob."""
+    rules: list[dict[str, Any]] = [
+        {
+            "action": "Ignore",
+            "onPodConditions": [{"type": DISRUPTION_TARGET_CONDITION, "status": "True"}],
+        }
+    ]
+    if args.preflight.enabled:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": PREFLIGHT_CONTAINER,
+                    "operator": "In",
+                    "values": preflight_exit_codes(args.preflight),
+                },
+            }
+        )
+    if args.non_retryable_exit_codes:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": TRAINER_CONTAINER,
+                    "operator": "In",
+                    "values": sorted(set(args.non_retryable_exit_codes)),
+                },
+            }
+        )
+    return {"rules": rules}
+
+
+def _volumes(args: TrainingJobArgs) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Pod volumes and the mounts the trainer and the preflight share."""
+    volumes: list[dict[str, Any]] = [
+        {"name": "tmp", "emptyDir": {"sizeLimit": args.tmp_size}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": args.shm_size}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "tmp", "mountPath": TMP_MOUNT_PATH},
+        {"name": "dshm", "mountPath": SHM_MOUNT_PATH},
+    ]
+    if args.dataset_claim:
+        volumes.append(
+            {
+                "name": "dataset",
+                "persistentVolumeClaim": {"claimName": args.dataset_claim, "readOnly": True},
+            }
+        )
+        mounts.append({"name": "dataset", "mountPath": DATASET_MOUNT_PATH, "readOnly": True})
+    if args.checkpoint_claim:
+        volumes.append(
+            {"name": "checkpoints", "persistentVolumeClaim": {"claimName": args.checkpoint_claim}}
+        )
+        mounts.append({"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH})
+    return volumes, mounts
+
+
+def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
+    """The Job's ``spec``: Indexed, bounded, failure-policy'd, suspended when queued."""
+    pod_labels = workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
+    resources = container_resources(args.resources, args.scheduling, args.gpus_per_node)
+    security = container_security_context(args.read_only_root_filesystem)
+    volumes, mounts = _volumes(args)
+    env_from = [{"configMapRef": {"name": args.env_config_map}}] if args.env_config_map else []
+    trainer: dict[str, Any] = {
+        "name": TRAINER_CONTAINER,
+        "image": args.image,
+        "env": trainer_env(args),
+        "envFrom": env_from,
+        "ports": [
+            {"name": RENDEZVOUS_PORT_NAME, "containerPort": args.master_port, "protocol": "TCP"}
+        ],
+        "resources": resources,
+        "securityContext": security,
+        "volumeMounts": mounts,
+    }
+    if args.command:
+        trainer["command"] = list(args.command)
+    if args.args:
+        trainer["args"] = list(args.args)
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": args.service_account,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "priorityClassName": args.priority_class,
+        "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
+        "securityContext": pod_security_context(args.run_as_user, args.run_as_group, args.fs_group),
+        **placement(args.scheduling),
+        "containers": [trainer],
+        "volumes": volumes,
+    }
+    if args.service_name:
+        pod_spec["subdomain"] = args.service_name
+    if args.preflight_config_map:
+        pod_spec["initContainers"] = [
+            {
+                "name": PREFLIGHT_CONTAINER,
+                "image": args.preflight.image or args.image,
+                "command": preflight_command(args),
+                "env": env_list({"PYTHONDONTWRITEBYTECODE": "1"}),
+                "resources": resources,
+                "securityContext": security,
+                "volumeMounts": [
+                    *(m for m in mounts if m["mountPath"] != SHM_MOUNT_PATH),
+                    {"name": "preflight", "mountPath": CONTAINER_SCRIPT_DIR, "readOnly": True},
+                ],
+            }
+        ]
+        pod_spec["volumes"] = [
+            *volumes,
+            {
+                "name": "preflight",
+                "configMap": {"name": args.preflight_config_map, "defaultMode": 0o444},
+            },
+        ]
+    annotations = {KARPENTER_DO_NOT_DISRUPT_ANNOTATION: "true"} if args.do_not_disrupt else {}
+    spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": args.nodes,
+        "parallelism": args.nodes,
+        "backoffLimit": args.backoff_limit,
+        "podFailurePolicy": pod_failure_policy(args),
+        "podReplacementPolicy": "Failed",
+        "activeDeadlineSeconds": args.active_deadline_seconds,
+        "ttlSecondsAfterFinished": args.ttl_seconds_after_finished,
+        "template": {
+            "metadata": {"labels": pod_labels, "annotations": annotations},
+            "spec": pod_spec,
+        },
+    }
+    if args.queue_name:
+        spec["suspend"] = True
+    return spec
+
+
+def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
+    """Workers reach each other on every port (rendezvous, NCCL's ephemeral ports), DNS and
+    the configured external ranges; nothing else in or out."""
+    own = {"podSelector": {"matchLabels": selector_labels(args.name, TRAINER_COMPONENT)}}
+    return {
+        **own,
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": [own]}],
+        "egress": [{"to": [own]}, dns_egress_rule(), *cidr_egress_rules(args.egress)],
+    }
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """An Indexed Job with preflight, failure policy, torchrun wiring, data and isolation."""
+
+    job_name: str
+    service_name: str | None
+    master_addr: str
+    checkpoint_claim: str | None
+
+    def __init__(
+        self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:workloads:TrainingJob", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
+
+        def meta(object_name: str, **extra: Any) -> dict[str, Any]:
+            return {"name": object_name, "namespace": args.namespace, "labels": labels, **extra}
+
+        before_job: list[pulumi.Resource] = []
+        if args.preflight_config_map:
+            before_job.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}-preflight",
+                    metadata=meta(args.preflight_config_map),
+                    data={SCRIPT_FILENAME: script_text()},
+                    opts=child,
+                )
+            )
+        checkpoints = args.checkpoints
+        if checkpoints is not None and checkpoints.claim is None:
+            before_job.append(
+                k8s.core.v1.PersistentVolumeClaim(
+                    f"{name}-checkpoints",
+                    metadata={
+                        "name": args.checkpoint_claim,
+                        "namespace": args.namespace,
+                        "labels": {**labels, VOLUME_PURPOSE_LABEL: "checkpoints"},
+                        # Pending until the first worker mounts it (WaitForFirstConsumer).
+                        "annotations": {SKIP_AWAIT_ANNOTATION: "true"},
+                    },
+                    spec={
+                        "accessModes": list(checkpoints.access_modes),
+                        "storageClassName": checkpoints.storage_class,
+                        "resources": {"requests": {"storage": checkpoints.size}},
+                    },
+                    opts=pulumi.ResourceOptions(parent=self, protect=checkpoints.protect),
+                )
+            )
+        if args.service_name:
+            before_job.append(
+                k8s.core.v1.Service(
+                    f"{name}-workers",
+                    metadata=meta(args.service_name),
+                    spec={
+                        "clusterIP": "None",
+                        # Workers need each other's names before any of them is Ready.
+                        "publishNotReadyAddresses": True,
+                        "selector": selector_labels(args.name, TRAINER_COMPONENT),
+                        "ports": [
+                            {
+                                "name": RENDEZVOUS_PORT_NAME,
+                                "port": args.master_port,
+                                "targetPort": args.master_port,
+                                "protocol": "TCP",
+                            }
+                        ],
+                    },
+                    opts=child,
+                )
+            )
+        before_job.append(
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-network",
+                metadata=meta(f"{args.name}-network"),
+                spec=network_policy_spec(args),
+                opts=child,
+            )
+        )
+        job_labels = dict(labels)
+        if args.queue_name:
+            job_labels[KUEUE_QUEUE_LABEL] = args.queue_name
+        k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata={
+                "name": args.name,
+                "namespace": args.namespace,
+                "labels": job_labels,
+                "annotations": {SKIP_AWAIT_ANNOTATION: "true"},
+            },
+            spec=job_spec(args),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=before_job,
+                replace_on_changes=["spec"],
+                delete_before_replace=True,
+            ),
+        )
+
+        self.job_name = args.name
+        self.service_name = args.service_name
+        self.master_addr = args.master_addr
+        self.checkpoint_claim = args.checkpoint_claim
+        self.register_outputs(
+            {
+                "jobName": self.job_name,
+                "serviceName": self.service_name,
+                "masterAddr": self.master_addr,
+                "checkpointClaim": self.checkpoint_claim,
+            }
+        )

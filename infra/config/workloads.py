@@ -1,0 +1,276 @@
+"""``ai-platform:workloads``: training jobs and inference services, each naming its team.
+
+Common settings (image, resources, GPUs, priority, egress) sit on the workload; what only one
+kind has sits in its block, ``training:`` or ``inference:``. Cross-field rules (the team, pool,
+volumes, storage classes and priority class exist; requests fit the team's quota and queue) are
+in ``rules.py`` (``WORKLOAD_RULES``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from components.constants import TORCHRUN_MASTER_PORT
+
+from .base import ConfigModel, DnsLabel
+from .quantity import Quantity
+from .teams import AccessMode, EnvMap
+
+WorkloadKind = Literal["training", "inference"]
+TrainingWorkloadType = Literal["training", "evaluation"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+NodeSpread = Literal["DoNotSchedule", "ScheduleAnyway"]
+
+MAX_WORKLOAD_NAME = 40
+MAX_DEPENDENCY_NAME = 11
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _dns1035(max_length: int, why: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if len(value) > max_length or not _DNS1035.match(value):
+            raise ValueError(
+                f"must be a DNS-1035 label of at most {max_length} characters (lower-case "
+                f"letters, digits and '-', starting with a letter): {why}, got {value!r}"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        raise ValueError(f"must be a CIDR such as '52.216.0.0/15', got {value!r}") from None
+    return value
+
+
+def _image(value: str) -> str:
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"must be an image reference such as 'nvcr.io/x/y:1.2', got {value!r}")
+    return value
+
+
+def _read_write_once() -> list[AccessMode]:
+    return ["ReadWriteOnce"]
+
+
+WorkloadName = Annotated[
+    str, _dns1035(MAX_WORKLOAD_NAME, "it names the Job or Service and prefixes derived objects")
+]
+DependencyName = Annotated[
+    str, _dns1035(MAX_DEPENDENCY_NAME, "'<workload>-<dependency>' names a StatefulSet")
+]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+Image = Annotated[str, AfterValidator(_image)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+ExitCode = Annotated[int, Field(ge=1, le=255)]
+
+
+class ComputeConfig(ConfigModel):
+    """CPU and memory of one pod's main container."""
+
+    cpu: Quantity
+    """CPU request."""
+    memory: Quantity
+    """Memory request."""
+    cpu_limit: Quantity | None = None
+    """Default: the request (always set, so the team's default limit never applies)."""
+    memory_limit: Quantity | None = None
+    """Default: the request."""
+
+
+class GpuRequestConfig(ConfigModel):
+    """GPUs per pod, from one node pool's scheduling contract."""
+
+    pool: DnsLabel
+    """A pool from ``ai-platform:nodePools``."""
+    count: int = Field(ge=1)
+    """Units of the pool's GPU resource per pod (whole GPUs, time-slice replicas or MIG slices)
+    per worker or replica; at most what one node of the pool offers."""
+
+
+class EgressConfig(ConfigModel):
+    """Cluster-external destinations (object storage) the workload may reach."""
+
+    cidrs: list[Cidr] = []
+    """IP ranges, e.g. the region's S3 prefixes. Default: none (DNS only)."""
+    ports: list[Port] = Field(default_factory=lambda: [443], min_length=1)
+    """TCP ports on those ranges. Default: 443."""
+
+
+class CheckpointConfig(ConfigModel):
+    """The checkpoint volume: an existing team volume (``claim``), or a new claim."""
+
+    claim: DnsLabel | None = None
+    """A volume of the team (``teams[].volumes``)."""
+    storage_class: str | None = None
+    """Create ``<job>-checkpoints`` on this class (protected in prod)."""
+    size: Quantity | None = None
+    """Size of the created claim."""
+    access_modes: list[AccessMode] = Field(default_factory=_read_write_once, min_length=1)
+    """Of the created claim; multi-node jobs need ``ReadWriteMany``."""
+
+
+class PreflightConfig(ConfigModel):
+    """The ``--start-check`` init container."""
+
+    enabled: bool = True
+    image: Image | None = None
+    """Default: the workload's image."""
+    dataset_min_files: int = Field(default=1, ge=1)
+    """Fewer files under the dataset fail the job at once."""
+    checkpoint_min_free: Quantity | None = None
+    """Free space the checkpoint volume must have."""
+    fail_job_on_gpu_mismatch: bool = False
+    """Fail the job (instead of retrying) when a worker sees the wrong number of GPUs."""
+
+
+class TrainingConfig(ConfigModel):
+    """Settings of ``kind: training`` workloads."""
+
+    workload_type: TrainingWorkloadType = "training"
+    """``training`` or ``evaluation``: the workload-type label (dashboards, showback)."""
+    nodes: int = Field(default=1, ge=1, le=64)
+    """Workers, one pod (and node) each."""
+    dataset: DnsLabel | None = None
+    """Team volume mounted read-only at ``/datasets``."""
+    checkpoints: CheckpointConfig | None = None
+    """Mounted at ``/checkpoints``; omit for jobs that write none."""
+    shm_size: Quantity = "16Gi"
+    """``/dev/shm`` size; it counts against the memory limit."""
+    master_port: Port = TORCHRUN_MASTER_PORT
+    """torchrun rendezvous port on worker 0."""
+    backoff_limit: int = Field(default=3, ge=0, le=10)
+    """Pod failures tolerated; preemptions and drains do not count."""
+    active_deadline_seconds: int = Field(default=259200, ge=60)
+    """Wall-clock limit of the run (default three days)."""
+    ttl_seconds_after_finished: int = Field(default=604800, ge=0)
+    """How long a finished job and its pods stay (default a week)."""
+    non_retryable_exit_codes: list[ExitCode] = []
+    """Trainer exit codes that fail the job at once (config errors of the trainer)."""
+    preflight: PreflightConfig = PreflightConfig()
+
+
+class CustomMetricConfig(ConfigModel):
+    """A per-pod custom metric target for the autoscaler."""
+
+    name: str = Field(min_length=1)
+    """As the custom metrics API serves it, e.g. ``vllm_num_requests_waiting``."""
+    average_value: Quantity
+    """Target average per pod."""
+
+
+class DependencyConfig(ConfigModel):
+    """A stateful service next to an inference server: a StatefulSet with a volume per replica."""
+
+    name: DependencyName
+    """Short name; objects are ``<workload>-<name>``; the server gets ``<NAME>_HOST/_PORT``."""
+    image: Image
+    port: Port
+    storage_class: str
+    """A class from ``ai-platform:storage.classes``."""
+    size: Quantity
+    """Volume per replica."""
+    mount_path: str = "/data"
+    resources: ComputeConfig = ComputeConfig.model_validate({"cpu": "250m", "memory": "512Mi"})
+    """Default: 250m CPU / 512Mi."""
+    replicas: int = Field(default=1, ge=1, le=5)
+    command: list[str] = []
+    args: list[str] = []
+    run_as_user: int = Field(default=999, ge=1)
+    """Non-root user of the image (999: Redis)."""
+
+
+class InferenceConfig(ConfigModel):
+    """Settings of ``kind: inference`` workloads."""
+
+    port: Port = 8080
+    """Serving port (``http``)."""
+    metrics_port: Port = 9090
+    """Prometheus port (``metrics``); only the monitoring namespace reaches it."""
+    metrics_path: str = "/metrics"
+    readiness_path: str = "/health"
+    liveness_path: str = "/health"
+    startup_timeout_seconds: int = Field(default=600, ge=10)
+    """Longest model load before liveness counts."""
+    min_replicas: int = Field(default=2, ge=1)
+    max_replicas: int = Field(default=5, ge=1)
+    target_cpu_utilization: int | None = Field(default=80, ge=1, le=100)
+    """Average CPU utilisation target (percent); ``null`` with a ``customMetric`` only."""
+    custom_metric: CustomMetricConfig | None = None
+    """Per-pod metric target; needs a custom metrics adapter serving the metric."""
+    max_surge: int = Field(default=1, ge=1)
+    """Extra replicas during a rollout (never fewer than the current count)."""
+    max_unavailable: int | None = Field(default=None, ge=1)
+    """PodDisruptionBudget; default 1 unless ``minAvailable`` is set."""
+    min_available: int | None = Field(default=None, ge=1)
+    """PodDisruptionBudget alternative; must stay below ``minReplicas``."""
+    model: DnsLabel | None = None
+    """Team volume with the model, mounted read-only at ``/models``."""
+    shm_size: Quantity | None = None
+    """``/dev/shm`` for tensor-parallel servers."""
+    allow_from_namespaces: list[DnsLabel] = []
+    """Namespaces (the ingress gateway's) whose pods may call the serving port."""
+    service_monitor: bool = False
+    """Create a per-service ServiceMonitor (the monitoring stack also scrapes every inference
+    Service's ``metrics`` port by label)."""
+    node_spread: NodeSpread = "DoNotSchedule"
+    """Spread across nodes; zones are always best effort."""
+    queued: bool = False
+    """Admit the GPU pods through the team's Kueue queue (Kueue's deployment integration)."""
+    stateful_dependencies: list[DependencyConfig] = []
+    """E.g. a Redis for job status or a model cache."""
+
+    @property
+    def pdb_min_available(self) -> int | None:
+        return self.min_available
+
+    @property
+    def pdb_max_unavailable(self) -> int | None:
+        if self.min_available is not None:
+            return None
+        return self.max_unavailable or 1
+
+
+class WorkloadConfig(ConfigModel):
+    """One workload of one team."""
+
+    name: WorkloadName
+    """Unique within the team."""
+    team: DnsLabel
+    """A team from ``ai-platform:teams``; the workload runs in its namespace."""
+    kind: WorkloadKind
+    """``training`` (an Indexed Job) or ``inference`` (a Deployment behind a Service)."""
+    image: Image
+    """Pinned image (tag or digest) from an allowed registry."""
+    command: list[str] = []
+    args: list[str] = []
+    env: EnvMap = {}
+    """Extra environment; names the platform sets are rejected."""
+    log_level: LogLevel = "info"
+    """``LOG_LEVEL``."""
+    resources: ComputeConfig
+    """CPU and memory per worker or replica."""
+    gpus: GpuRequestConfig | None = None
+    """Omit for CPU-only workloads."""
+    priority_class: str | None = None
+    """Default: the stack's global default class; must be one the team may use."""
+    egress: EgressConfig = EgressConfig()
+    training: TrainingConfig | None = None
+    """Only for ``kind: training``; defaults apply when omitted."""
+    inference: InferenceConfig | None = None
+    """Only for ``kind: inference``; defaults apply when omitted."""
+
+    @property
+    def training_settings(self) -> TrainingConfig:
+        return self.training or TrainingConfig()
+
+    @property
+    def inference_settings(self) -> InferenceConfig:
+        return self.inference or InferenceConfig()
