@@ -94,6 +94,25 @@ class ClassSetOutputs(OutputModel):
     """The class used when none is named."""
 
 
+class MonitoringOutputs(OutputModel):
+    """Where the observability stack answers, inside the cluster."""
+
+    namespace: str
+    """Namespace of Prometheus, Alertmanager and Grafana."""
+    logging_namespace: str
+    """Namespace of Loki and Fluent Bit."""
+    grafana_url: str
+    """Grafana's in-cluster URL."""
+    grafana_admin_secret: str
+    """Secret (in the monitoring namespace) holding Grafana's admin credentials."""
+    prometheus_url: str
+    """Prometheus' in-cluster URL (query API)."""
+    alertmanager_url: str
+    """Alertmanager's in-cluster URL."""
+    loki_push_url: str
+    """Loki's push endpoint for log shippers."""
+
+
 class StackOutputs(OutputModel):
     """Everything the stack exports. Top-level fields are the stack output names."""
 
@@ -111,6 +130,8 @@ class StackOutputs(OutputModel):
     """Storage class names and the default."""
     gpu_pools: dict[str, GpuPoolOutputs] = {}
     """Per GPU node pool name, its scheduling contract."""
+    monitoring: MonitoringOutputs | None = None
+    """The observability stack's addresses; null when ``monitoring.enabled`` is false."""
 
 
 def export_outputs(outputs: StackOutputs) -> None:

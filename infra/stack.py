@@ -35,7 +35,9 @@ from components.kueue import (
     TeamQueueArgs,
     WorkloadPrioritySpec,
 )
+from components.monitoring.stack import MonitoringStack
 from components.priority_classes import PriorityClasses, PriorityClassesArgs, PriorityClassSpec
+from components.raw_manifests import RawManifests, RawManifestsArgs
 from components.scheduling_contract import SchedulingContract, Taint
 from components.storage_classes import StorageClasses, StorageClassesArgs, StorageClassSpec
 from components.team_namespace import TeamNamespace, TeamNamespaceArgs, TeamQuotaSpec
@@ -61,9 +63,11 @@ from .config.queueing import QuotaAmounts, TeamQueueConfig
 from .config.rules import pool_capacity
 from .config.teams import TeamConfig
 from .config.workloads import ComputeConfig, EgressConfig, WorkloadConfig
+from .monitoring import monitoring_stack_args
 from .outputs import (
     ClassSetOutputs,
     GpuPoolOutputs,
+    MonitoringOutputs,
     StackOutputs,
     TeamOutputs,
     WorkloadOutputs,
@@ -520,8 +524,11 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         pool.name: GpuNodePool(f"pool-{pool.name}", _pool_args(pool), on_cluster)
         for pool in config.node_pools
     }
+    gpu_operator: GpuOperator | None = None
     if config.gpu_stack.enabled:
-        GpuOperator("gpu-operator", _gpu_operator_args(config, list(pools.values())), on_cluster)
+        gpu_operator = GpuOperator(
+            "gpu-operator", _gpu_operator_args(config, list(pools.values())), on_cluster
+        )
     kueue: Kueue | None = None
     if config.queueing.enabled:
         kueue = Kueue(
@@ -584,6 +591,30 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             workload, owner.config.namespace_name
         )
 
+    monitoring: MonitoringStack | None = None
+    if config.monitoring.enabled:
+        monitoring = MonitoringStack(
+            "monitoring",
+            monitoring_stack_args(
+                config.monitoring,
+                cluster_name=config.cluster.name,
+                retain_on_delete=protect,
+                gpu_stack_enabled=config.gpu_stack.enabled,
+                queueing_enabled=config.queueing.enabled,
+                dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
+            ),
+            on_cluster,
+        )
+
+    if config.extra_manifests:
+        RawManifests(
+            "extra",
+            RawManifestsArgs(manifests=config.extra_manifests),
+            pulumi.ResourceOptions(
+                provider=provider, depends_on=[t.namespace for t in tenants.values()]
+            ),
+        )
+
     for name, owner in tenants.items():
         team, queue = owner.config, owner.queue
         teams[name] = TeamOutputs(
@@ -606,4 +637,20 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             name: GpuPoolOutputs.model_validate(pool.contract.to_output())
             for name, pool in pools.items()
         },
+        monitoring=_monitoring_outputs(monitoring),
+    )
+
+
+def _monitoring_outputs(stack: MonitoringStack | None) -> MonitoringOutputs | None:
+    """Addresses and names only; the Grafana password stays in its Secret."""
+    if stack is None:
+        return None
+    return MonitoringOutputs(
+        namespace=stack.monitoring_namespace,
+        logging_namespace=stack.logging_namespace,
+        grafana_url=stack.grafana_url,
+        grafana_admin_secret=stack.grafana_admin_secret_name,
+        prometheus_url=stack.prometheus_url,
+        alertmanager_url=stack.alertmanager_url,
+        loki_push_url=stack.loki_push_url,
     )

@@ -18,10 +18,12 @@ def _contract_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
         key = f"{prefix}{field.alias or name}"
         paths.add(key)
         annotation = field.annotation
-        inner = getattr(annotation, "__args__", (annotation,))[-1]
-        if isinstance(inner, type) and issubclass(inner, BaseModel):
-            sub = f"{key}.<name>." if annotation is not inner else f"{key}."
-            paths |= _contract_paths(inner, sub)
+        args = getattr(annotation, "__args__", (annotation,))
+        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        if models:
+            # dict[str, Model] is keyed by name; Model and Model | None are plain objects.
+            keyed = getattr(annotation, "__origin__", None) is dict
+            paths |= _contract_paths(models[-1], f"{key}.<name>." if keyed else f"{key}.")
     return paths
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from .base import ConfigModel
 from .cluster import ClusterConfig
 from .gpu import GpuNodePoolConfig, GpuStackConfig
+from .monitoring import MonitoringConfig
 from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
 from .queueing import QueueingConfig
 from .storage import StorageConfig
@@ -38,3 +41,8 @@ class PlatformConfig(ConfigModel):
     """Kueue: flavours per pool, a ClusterQueue per queued team. Default: installed."""
     workloads: list[WorkloadConfig] = []
     """Training jobs and inference services, each naming its team. Default: none."""
+    monitoring: MonitoringConfig = MonitoringConfig()
+    """Metrics, alerts, dashboards and logs. Default: installed, single-binary Loki."""
+    extra_manifests: list[dict[str, Any]] = []
+    """Kubernetes objects the platform does not model, applied as written (escape hatch).
+    The policy pack judges them like everything else. Default: none."""

@@ -31,6 +31,8 @@ from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_
 
 from .errors import ConfigIssue
 from .gpu import GpuNodePoolConfig
+from .manifests import extra_manifest_issues
+from .monitoring import MONITORING_RULES
 from .quantity import format_bytes, parse_quantity
 from .queueing import TeamPoolQuota
 from .root import PlatformConfig
@@ -1298,5 +1300,13 @@ WORKLOAD_RULES: tuple[Rule, ...] = (
 """Rules of issue 5: references, GPU sharing, volumes, quotas and queues of team workloads."""
 
 
+def extra_manifests_are_registrable(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    yield from extra_manifest_issues(config.extra_manifests)
+
+
+OTHER_RULES: tuple[Rule, ...] = (*MONITORING_RULES, extra_manifests_are_registrable)
+
+
 def cross_field_issues(config: PlatformConfig) -> list[ConfigIssue]:
-    return [issue for rule in (*RULES, *GPU_RULES, *WORKLOAD_RULES) for issue in rule(config)]
+    rules = (*RULES, *GPU_RULES, *WORKLOAD_RULES, *OTHER_RULES)
+    return [issue for rule in rules for issue in rule(config)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.monitoring.constants import COMPONENT_PROMETHEUS, MONITORING_COMPONENT_LABEL
 from tools.netpol import Cluster, ContainerPort, Endpoint, kube_dns
 
 NCCL_PORT = 43017
@@ -31,7 +32,12 @@ def cluster(prod_run) -> Cluster:
     extra = [
         kube_dns(),
         Endpoint(name="controller", namespace="ingress-nginx"),
-        Endpoint(name="prometheus", namespace="monitoring"),
+        # Labelled as the monitoring stack labels Prometheus' pods (podMetadata).
+        Endpoint(
+            name="prometheus",
+            namespace="monitoring",
+            labels={MONITORING_COMPONENT_LABEL: COMPONENT_PROMETHEUS},
+        ),
         Endpoint(name="client", namespace="other-team"),
         Endpoint.external(S3_IP, name=S3, ports=[ContainerPort(443)]),
         Endpoint.external(GOOGLE_DNS, ports=[ContainerPort(53, "UDP"), ContainerPort(443)]),
