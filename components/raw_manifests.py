@@ -73,6 +73,9 @@ class RawManifestsArgs:
     manifests: Sequence[Mapping[str, Any]]
     """Complete manifests: ``apiVersion``, ``kind``, ``metadata.name`` (and ``namespace`` for
     namespaced kinds). Nested keys stay camelCase, exactly as in kubectl YAML."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """What every object waits for (the namespaces it may live in). Children do not inherit a
+    component's ``depends_on``, so it is passed to each of them."""
 
 
 class RawManifests(pulumi.ComponentResource):
@@ -82,7 +85,7 @@ class RawManifests(pulumi.ComponentResource):
         self, name: str, args: RawManifestsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:raw:RawManifests", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
         for manifest in args.manifests:
             api_version, kind = str(manifest["apiVersion"]), str(manifest["kind"])
             meta = manifest.get("metadata") or {}

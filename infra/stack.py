@@ -609,10 +609,11 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     if config.extra_manifests:
         RawManifests(
             "extra",
-            RawManifestsArgs(manifests=config.extra_manifests),
-            pulumi.ResourceOptions(
-                provider=provider, depends_on=[t.namespace for t in tenants.values()]
+            RawManifestsArgs(
+                manifests=config.extra_manifests,
+                depends_on=[t.namespace for t in tenants.values()],
             ),
+            on_cluster,
         )
 
     for name, owner in tenants.items():
