@@ -432,11 +432,17 @@ def load_policy_pack_config(path: str | os.PathLike[str]) -> dict[str, PolicyCon
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise PolicyConfigError(f"{p}: cannot read policy pack config: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise PolicyConfigError(f"{p}: not UTF-8 text (byte {e.start})") from e
     if not text.strip():
         return {}
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
+        raise PolicyConfigError(f"{p}: invalid JSON: {e}") from e
+    except RecursionError as e:
+        raise PolicyConfigError(f"{p}: invalid JSON: nested too deeply") from e
+    except ValueError as e:  # e.g. integers past Python's digit limit
         raise PolicyConfigError(f"{p}: invalid JSON: {e}") from e
     if not isinstance(raw, dict):
         raise PolicyConfigError(

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 from infra.config import ConfigError, StackFile
 
-from .mockrun import CapturedResource, MockRun, run_under_mocks
+from .mockrun import CapturedResource, MockRun, run_under_mocks, runs_in_process
+from .netpol import Cluster, ManifestError, kube_dns, reachability_matrix
 from .policy_driver import PolicyConfigError, PolicyDriverError
 from .policy_step import run_policies
 from .render import write_manifests
@@ -34,6 +35,9 @@ from .schema_validation import (
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_INVALID, EXIT_CONFIG = 0, 1, 2
+REACHABILITY_MAX_ENDPOINTS = 60
+"""The matrix grows with the square of the workloads (2 s and 8 MB of report at 100 workloads):
+above this many endpoints the preview skips it and says how to compute it."""
 T = TypeVar("T")
 
 
@@ -62,7 +66,12 @@ class Progress:
 
 
 def run_stack_program(stack_file: StackFile, stack: str) -> MockRun[Any]:
-    """The same entry point ``pulumi up`` runs, with the stack file's config."""
+    """The same entry point ``pulumi up`` runs, with the stack file's config.
+
+    Our modules are purged only when an earlier run in this process used them: the config step
+    has just imported ``infra.config``, and importing it again cost a tenth of a small stack's
+    program run (docs/performance.md).
+    """
 
     def program() -> Any:
         from infra.program import run
@@ -74,6 +83,7 @@ def run_stack_program(stack_file: StackFile, stack: str) -> MockRun[Any]:
         stack=stack,
         config=stack_file.engine_config(),
         secret_keys=stack_file.secret_keys,
+        fresh_modules=runs_in_process() > 0,
     )
 
 
@@ -86,6 +96,36 @@ def explicit_provider_problems(resources: list[CapturedResource]) -> list[str]:
             if not provider or "::default" in provider:
                 problems.append(f"{resource.urn}: uses the default Kubernetes provider")
     return problems
+
+
+def reachability(objects: list[CapturedResource]) -> tuple[dict[str, Any], str]:
+    """Who may connect to whom under the rendered NetworkPolicies (tools/netpol.py, plus the
+    cluster's kube-dns), for report.json, and a one-line summary of allowed and denied pairs."""
+    try:
+        cluster = Cluster.from_manifests([r.inputs for r in objects], [kube_dns()])
+        count = len(cluster.endpoints)
+        if count > REACHABILITY_MAX_ENDPOINTS:
+            reason = (
+                f"{count} endpoints (more than {REACHABILITY_MAX_ENDPOINTS}); "
+                "python -m tools.netpol --kube-dns report.json prints it"
+            )
+            return {"skipped": reason, "summary": {"endpoints": count}}, (
+                f"reachability: skipped, {reason}"
+            )
+        matrix = reachability_matrix(cluster)
+    except ManifestError as exc:
+        return {"error": str(exc)}, f"reachability: not evaluated: {exc}"
+    pairs: dict[tuple[str, str], bool] = {}
+    for verdict in matrix.verdicts:
+        key = (verdict.src, verdict.dst)
+        pairs[key] = pairs.get(key, False) or verdict.allowed
+    allowed = sum(pairs.values())
+    counts = {"endpoints": count, "pairs": len(pairs), "allowed": allowed}
+    line = (
+        f"reachability: {count} endpoints, {allowed} of {len(pairs)} pairs may connect, "
+        f"{len(pairs) - allowed} denied"
+    )
+    return {**matrix.to_json(), "summary": {**counts, "denied": len(pairs) - allowed}}, line
 
 
 def _timed(progress: Progress, key: str, label: str, fn: Callable[[], T]) -> T:
@@ -163,6 +203,7 @@ def preview(args: argparse.Namespace) -> int:
         mandatory = policy_result.mandatory_count
 
     provider_problems = explicit_provider_problems(run.resources)
+    reachable, reachability_line = reachability(objects)
     report = {
         "stack": stack,
         "stackFile": stack_path.name,
@@ -173,6 +214,7 @@ def preview(args: argparse.Namespace) -> int:
         "schema": schema_results,
         "providerProblems": provider_problems,
         "policy": policy_report,
+        "reachability": reachable,
         "timings": progress.timings,
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -180,7 +222,7 @@ def preview(args: argparse.Namespace) -> int:
         json.dumps(report, indent=2, sort_keys=False), encoding="utf-8"
     )
 
-    print(summary(run, schema, provider_problems, policy_report, out))
+    print(summary(run, schema, provider_problems, policy_report, out, reachability_line))
     failed = (
         schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
     )
@@ -193,6 +235,7 @@ def summary(
     provider_problems: list[str],
     policy_report: dict[str, Any] | None,
     out: Path,
+    reachability_line: str | None = None,
 ) -> str:
     """A readable summary; report.json has the details."""
     lines = [f"{len(run.resources)} resources, {len(run.kubernetes_objects())} Kubernetes objects"]
@@ -204,6 +247,8 @@ def summary(
     lines.extend(f"  provider: {problem}" for problem in provider_problems)
     if policy_report is not None:
         lines.append(policy_report["summaryText"])
+    if reachability_line is not None:
+        lines.append(reachability_line)
     lines.append(f"manifests and report.json in {out}")
     return "\n".join(lines)
 

@@ -284,7 +284,9 @@ class MonitoringStack(pulumi.ComponentResource):
             ),
         )
         receivers = list(args.alertmanager.receivers)
-        rendered = pulumi.Output.all(*_secret_credentials(receivers)).apply(
+        alertmanager_yaml: pulumi.Output[str] = pulumi.Output.all(
+            *_secret_credentials(receivers)
+        ).apply(
             lambda creds: yaml.safe_dump(
                 alertmanager_config(receivers, list(creds)), sort_keys=False
             )
@@ -293,7 +295,7 @@ class MonitoringStack(pulumi.ComponentResource):
             f"{name}-alertmanager-config",
             metadata={"name": ALERTMANAGER_CONFIG_SECRET, "namespace": mon, "labels": labels},
             type="Opaque",
-            string_data={ALERTMANAGER_CONFIG_KEY: pulumi.Output.secret(rendered)},
+            string_data={ALERTMANAGER_CONFIG_KEY: alertmanager_yaml.apply(pulumi.Output.secret)},
             opts=pulumi.ResourceOptions.merge(
                 inside("monitoring"),
                 pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
@@ -338,6 +340,9 @@ class MonitoringStack(pulumi.ComponentResource):
             "timeout": args.timeout_seconds,
             "max_history": 10,
         }
+        # These releases own PVCs (Prometheus TSDB, Grafana, Loki): uninstalling them on a
+        # destroy or an accidental removal from config would take the data along.
+        keep_data = pulumi.ResourceOptions(retain_on_delete=args.retain_on_delete)
         kps = k8s.helm.v3.Release(
             f"{name}-kube-prometheus-stack",
             name=KPS_RELEASE,
@@ -346,7 +351,9 @@ class MonitoringStack(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KPS_CHART_REPO),
             namespace=mon,
             values=kube_prometheus_stack_values(args),
-            opts=inside("monitoring", grafana_secret, alertmanager_secret),
+            opts=pulumi.ResourceOptions.merge(
+                inside("monitoring", grafana_secret, alertmanager_secret), keep_data
+            ),
             **release_settings,
         )
         loki = k8s.helm.v3.Release(
@@ -357,7 +364,7 @@ class MonitoringStack(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=LOKI_CHART_REPO),
             namespace=log,
             values=loki_values(args),
-            opts=inside("logging"),
+            opts=pulumi.ResourceOptions.merge(inside("logging"), keep_data),
             **release_settings,
         )
         k8s.helm.v3.Release(

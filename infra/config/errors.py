@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +15,15 @@ from pydantic_core import ErrorDetails
 from components.constants import PROJECT
 
 PathPart = str | int
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_./:-]+$")
+
+
+def _key(part: str | int) -> str:
+    """Keys as written, but quoted (``["with space"]``) when they would break the one-line form."""
+    text = str(part)
+    return text if _PLAIN_KEY.match(text) else f"[{json.dumps(text)}]"
 
 
 @dataclass(frozen=True)
@@ -27,9 +38,13 @@ class ConfigIssue:
         """The path as users write it: ``ai-platform:teams[2].quota.gpus``."""
         if not self.path:
             return f"{PROJECT}:"
-        text = f"{PROJECT}:{self.path[0]}"
+        text = f"{PROJECT}:{_key(self.path[0])}"
         for part in self.path[1:]:
-            text += f"[{part}]" if isinstance(part, int) else f".{part}"
+            if isinstance(part, int):
+                text += f"[{part}]"
+            else:
+                key = _key(part)
+                text += key if key.startswith("[") else f".{key}"
         return text
 
 

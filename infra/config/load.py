@@ -61,23 +61,86 @@ def project_keys(flat_config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+SECRET_FIELD_PATHS: tuple[tuple[str, ...], ...] = tuple(
+    ("monitoring", "alertmanager", "receivers", "*", field)
+    for field in ("url", "routingKey", "authPassword")
+)
+"""The only config values that may be ``secure:``: the program keeps them secret end to end.
+Anywhere else a secret would be rendered as plain text (a ConfigMap, a label), so it is refused;
+workloads take their secrets from Kubernetes Secrets instead."""
+_SECRET_TOP_LEVEL_KEYS = frozenset(path[0] for path in SECRET_FIELD_PATHS)
+_SECURE_ELSEWHERE = (
+    "secure values are accepted only for Alertmanager receiver credentials "
+    "(monitoring.alertmanager.receivers[].url, routingKey, authPassword); put other secrets in "
+    "a Kubernetes Secret"
+)
+
+
+def _is_secret_field(path: tuple[str | int, ...]) -> bool:
+    return any(
+        len(path) == len(pattern)
+        and all(want == "*" or want == str(got) for want, got in zip(pattern, path, strict=True))
+        for pattern in SECRET_FIELD_PATHS
+    )
+
+
 def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
     """Read every ``ai-platform:`` key the engine passed: unknown top-level keys are caught too."""
     from pulumi.runtime import config as runtime_config
 
     flat = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    return validate_platform_config(project_keys(flat), stack_file_name(stack))
+    source = stack_file_name(stack)
+    # The engine marks a whole top-level key secret when any value inside it is secure.
+    secret_keys = set(runtime_config.get_config_secret_keys_env()) | set(
+        runtime_config._SECRET_KEYS.get()
+    )
+    misplaced = [
+        ConfigIssue((key[len(_PREFIX) :],), _SECURE_ELSEWHERE)
+        for key in sorted(secret_keys)
+        if key.startswith(_PREFIX) and key[len(_PREFIX) :] not in _SECRET_TOP_LEVEL_KEYS
+    ]
+    if misplaced:
+        raise ConfigError(source, misplaced)
+    return validate_platform_config(project_keys(flat), source)
 
 
-def _replace_secure(value: Any, secret_paths: list[str], path: str) -> Any:
+def _replace_secure(
+    value: Any, found: list[tuple[str | int, ...]], path: tuple[str | int, ...]
+) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
-            secret_paths.append(path)
+            found.append(path)
             return OFFLINE_SECRET_PLACEHOLDER
-        return {k: _replace_secure(v, secret_paths, path) for k, v in value.items()}
+        return {k: _replace_secure(v, found, (*path, k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replace_secure(v, secret_paths, path) for v in value]
+        return [_replace_secure(v, found, (*path, i)) for i, v in enumerate(value)]
     return value
+
+
+class _StackFileLoader(yaml.SafeLoader):
+    """YAML as the Pulumi CLI reads stack files: duplicate keys are errors, and dates stay the
+    strings the engine would pass (PyYAML would turn ``2024-01-01`` into a ``date``)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_StackFileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class StackFile:
@@ -87,15 +150,25 @@ class StackFile:
         self.path = path
         self.name = path.name
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+            document = yaml.load(path.read_text(encoding="utf-8"), Loader=_StackFileLoader)
         except FileNotFoundError:
             raise ConfigError(self.name, [ConfigIssue((), "stack file not found")]) from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                self.name, [ConfigIssue((), f"not UTF-8 text (byte {exc.start})")]
+            ) from None
         except yaml.YAMLError as exc:
             where = getattr(exc, "problem_mark", None)
             at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise ConfigError(
-                self.name, [ConfigIssue((), f"not valid YAML{at}: {problem}")]
+                self.name, [ConfigIssue((), f"not valid YAML{at}: {_one_line(problem)}")]
+            ) from None
+        except RecursionError:
+            raise ConfigError(self.name, [ConfigIssue((), "YAML nested too deeply")]) from None
+        except ValueError as exc:  # e.g. integers past Python's digit limit
+            raise ConfigError(
+                self.name, [ConfigIssue((), f"not valid YAML: {_one_line(str(exc))}")]
             ) from None
         if document is None:
             document = {}
@@ -106,8 +179,21 @@ class StackFile:
             raise ConfigError(self.name, [ConfigIssue((), "'config' must be a mapping")])
         self.secret_keys: list[str] = []
         self.values: dict[str, Any] = {}
+        misplaced: list[ConfigIssue] = []
         for key, value in config.items():
-            self.values[str(key)] = _replace_secure(value, self.secret_keys, str(key))
+            found: list[tuple[str | int, ...]] = []
+            self.values[str(key)] = _replace_secure(value, found, ())
+            if found:
+                self.secret_keys.append(str(key))
+            if str(key).startswith(_PREFIX):
+                top = str(key)[len(_PREFIX) :]
+                misplaced += [
+                    ConfigIssue((top, *path), _SECURE_ELSEWHERE)
+                    for path in found
+                    if not _is_secret_field((top, *path))
+                ]
+        if misplaced:
+            raise ConfigError(self.name, misplaced)
 
     def engine_config(self) -> dict[str, str]:
         """Config in the engine's wire form: every value a string, structured values as JSON."""

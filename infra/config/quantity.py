@@ -25,6 +25,11 @@ _DECIMAL = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""The API server stores quantities as int64 (milli-units aside): anything larger is a typo."""
+_TOO_LARGE = MAX_QUANTITY + 1
+_MAX_EXPONENT = 40
+
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
@@ -48,11 +53,23 @@ def parse_quantity(value: str | int | float) -> Decimal:
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
         raise ValueError(f"not a number: {value!r}") from exc
     suffix = match["suffix"] or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    return number * Decimal(10) ** int(suffix[1:])
+    try:
+        if suffix in _BINARY:
+            amount = number * _BINARY[suffix]
+        elif suffix in _DECIMAL:
+            amount = number * _DECIMAL[suffix]
+        else:
+            exponent = int(suffix[1:])
+            if abs(exponent) > _MAX_EXPONENT:
+                raise ArithmeticError
+            amount = number * Decimal(10) ** exponent
+    except ArithmeticError:
+        amount = _TOO_LARGE
+    if abs(amount) > MAX_QUANTITY:
+        raise ValueError(
+            f"is larger than Kubernetes allows (at most 2^63-1 in base units), got {value!r}"
+        )
+    return amount
 
 
 def _validate_quantity(value: str) -> str:

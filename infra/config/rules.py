@@ -158,6 +158,12 @@ def unique_groups(config: PlatformConfig) -> Iterator[ConfigIssue]:
             for position, group in enumerate(groups):
                 if not group.strip():
                     yield ConfigIssue(("teams", index, alias, position), "group name is empty")
+                elif group.startswith("system:"):
+                    yield ConfigIssue(
+                        ("teams", index, alias, position),
+                        f"{group!r} is a Kubernetes system group (it may contain every user); "
+                        "name a group of your identity provider",
+                    )
             for group in sorted(_duplicates(groups)):
                 yield ConfigIssue(("teams", index, alias), f"group {group!r} is listed twice")
 
