@@ -5,7 +5,7 @@ PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 STACK       ?= dev
-CRD_SCHEMAS ?= ../shared/crd-schemas
+CRD_SCHEMAS ?= $(abspath ../shared/crd-schemas)
 STAMP       := $(VENV)/.installed-stamp
 PY_DIRS     := __main__.py infra components tools policies tests bench examples
 

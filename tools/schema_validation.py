@@ -289,7 +289,11 @@ def _kubernetes_validator(version: str, strict: bool, group: str, ver: str, kind
 
 def default_crd_location() -> str:
     """``$AIPLATFORM_CRD_SCHEMAS``, else the shared catalog beside the checkout."""
-    return os.environ.get(CRD_SCHEMAS_ENV) or str(PROJECT_ROOT.parent / "shared" / "crd-schemas")
+    configured = os.environ.get(CRD_SCHEMAS_ENV)
+    if not configured:
+        return str(PROJECT_ROOT.parent / "shared" / "crd-schemas")
+    # A relative folder is relative to where the user ran the command, not to the code.
+    return configured if "://" in configured else os.path.abspath(configured)
 
 
 def _file_url_to_path(url: str) -> Path:
