@@ -26,6 +26,10 @@ RULES_DIR: Final = MONITORING_DIR / "rules"
 DASHBOARDS_DIR: Final = MONITORING_DIR / "dashboards"
 
 
+FAST_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader where installed: the pure-Python one costs ~40 ms per run on the rules."""
+
+
 def runbook_url(alert: str, base_url: str = RUNBOOK_BASE_URL) -> str:
     """The runbook page of ``alert``: ``<base_url>/<alert>.md``."""
     return f"{base_url.rstrip('/')}/{alert}.md"
@@ -49,7 +53,7 @@ def load_rule_groups(runbook_base_url: str | None = None) -> list[dict[str, Any]
     """
     groups: list[dict[str, Any]] = []
     for path in rule_files():
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER)
         groups.extend(document["groups"])
     if runbook_base_url is not None:
         for rule in alert_rules(groups):

@@ -55,6 +55,7 @@ from components.labels import platform_labels
 
 from . import assets
 from .alerting import alertmanager_config
+from .assets import FAST_SAFE_LOADER
 from .constants import (
     ALERTMANAGER_CONFIG_KEY,
     ALERTMANAGER_CONFIG_SECRET,
@@ -142,7 +143,7 @@ def rule_files_groups(runbook_base_url: str | None = None) -> dict[str, list[dic
     rendered = {group["name"]: group for group in assets.load_rule_groups(runbook_base_url)}
     result: dict[str, list[dict[str, Any]]] = {}
     for path in assets.rule_files():
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER)
         result[path.stem] = [rendered[group["name"]] for group in document["groups"]]
     return result
 

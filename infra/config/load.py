@@ -117,7 +117,7 @@ def _replace_secure(
     return value
 
 
-class _StackFileLoader(yaml.SafeLoader):
+class _StackFileLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """YAML as the Pulumi CLI reads stack files: duplicate keys are errors, and dates stay the
     strings the engine would pass (PyYAML would turn ``2024-01-01`` into a ``date``)."""
 

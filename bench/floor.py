@@ -1,0 +1,255 @@
+"""The SDK's floor: the same Kubernetes objects registered bare, with no components or config.
+
+Why: "the program is slow" only means something against what the Pulumi SDK itself costs to
+register the same objects under the same mock runtime. This replays the Kubernetes resources of
+a preview's ``report.json`` (same kinds, same counts, same manifest bodies, one explicit
+provider) through the typed ``pulumi_kubernetes`` classes with ``tools.mockrun.run_under_mocks``;
+component resources, parents, config parsing and validation are left out. What our program costs
+above this is the price of components, config and validation.
+
+    python -m bench.floor --report build/prod/report.json     # the floor for that stack
+    python -m bench.floor --configmaps 1000                     # bare ConfigMaps, for scale
+    python -m bench.floor --program Pulumi.prod.yaml --stack prod   # our side, same harness
+
+Prints one JSON line: ``{"seconds": ..., "cpuSeconds": ..., "resources": ...}``. Every mode runs
+in its own process after importing what ``tools.preview`` imports, and ``--program`` runs our
+program exactly as the preview's program step does (``tools.preview.run_stack_program`` after
+the config step), so both sides of the ratio pay the same costs and are timed the same way. CPU
+time is what the ratio is judged on: it is the cost, and unlike wall time it barely moves when
+other work shares the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROVIDER_TYPE = "pulumi:providers:kubernetes"
+
+_BUILTIN_GROUPS = {
+    "core": "core",
+    "apps": "apps",
+    "batch": "batch",
+    "autoscaling": "autoscaling",
+    "policy": "policy",
+    "rbac.authorization.k8s.io": "rbac",
+    "networking.k8s.io": "networking",
+    "scheduling.k8s.io": "scheduling",
+    "storage.k8s.io": "storage",
+    "coordination.k8s.io": "coordination",
+    "discovery.k8s.io": "discovery",
+    "node.k8s.io": "node",
+    "admissionregistration.k8s.io": "admissionregistration",
+    "certificates.k8s.io": "certificates",
+    "helm.sh": "helm",
+}
+"""Group in a type token (``kubernetes:<group>/<version>:<Kind>``) → pulumi_kubernetes module."""
+
+
+@dataclass(frozen=True)
+class FloorResource:
+    """One resource to register: its type token, logical name and wire-format inputs."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    urn: str = ""
+    parent: str = ""
+    component: bool = False
+
+
+def floor_resources(
+    records: Sequence[dict[str, Any]], *, components: bool = False
+) -> list[FloorResource]:
+    """The Kubernetes resources (and the provider) of a report's records; components dropped.
+
+    ``components=True`` keeps the component resources too, as bare ``ComponentResource``s with
+    the same parents: the floor plus our resource tree, for the breakdown in
+    docs/performance.md (never part of a target).
+    """
+    kept = []
+    for r in records:
+        kubernetes = r.get("custom") and (
+            r["type"].startswith("kubernetes:") or r["type"] == PROVIDER_TYPE
+        )
+        component = components and not r.get("custom")
+        if kubernetes or component:
+            kept.append(
+                FloorResource(
+                    r["type"],
+                    r["name"],
+                    dict(r.get("inputs") or {}) if kubernetes else {},
+                    urn=r.get("urn", ""),
+                    parent=r.get("parent", "") if components else "",
+                    component=bool(component),
+                )
+            )
+    return kept
+
+
+def configmap_resources(count: int) -> list[FloorResource]:
+    """``count`` metadata-only ConfigMaps: what one registration costs with nothing in it."""
+    return [
+        FloorResource(
+            "kubernetes:core/v1:ConfigMap",
+            f"cm-{index}",
+            {"metadata": {"name": f"cm-{index}", "namespace": "bench"}},
+        )
+        for index in range(count)
+    ]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@functools.cache
+def _parameters(cls: type) -> frozenset[str]:
+    return frozenset(inspect.signature(cls._internal_init).parameters)  # type: ignore[attr-defined]
+
+
+def _typed_class(k8s: Any, type_token: str) -> type | None:
+    """The typed class for a type token; None for custom resources (CRDs)."""
+    _, group_version, kind = type_token.split(":")
+    group, _, version = group_version.rpartition("/")
+    module = _BUILTIN_GROUPS.get(group)
+    if module is None:
+        return None
+    found = getattr(getattr(getattr(k8s, module), version), kind)
+    assert isinstance(found, type)
+    return found
+
+
+def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
+    """A Pulumi program registering ``resources`` with typed classes, through one provider."""
+
+    def program() -> int:
+        import pulumi
+        import pulumi_kubernetes as k8s
+
+        provider: pulumi.ProviderResource | None = None
+        for resource in resources:
+            if resource.type == PROVIDER_TYPE:
+                kwargs = {_snake(k): v for k, v in resource.inputs.items()}
+                kwargs = {k: v for k, v in kwargs.items() if k in _parameters(k8s.Provider)}
+                provider = k8s.Provider(resource.name, **kwargs)
+        made: dict[str, pulumi.Resource] = {}
+        for resource in resources:
+            if resource.type == PROVIDER_TYPE:
+                continue
+            parent = made.get(resource.parent)
+            if resource.component:
+                component = pulumi.ComponentResource(
+                    resource.type, resource.name, None, pulumi.ResourceOptions(parent=parent)
+                )
+                component.register_outputs({})
+                made[resource.urn] = component
+                continue
+            opts = pulumi.ResourceOptions(provider=provider, parent=parent)
+            cls = _typed_class(k8s, resource.type)
+            inputs = resource.inputs
+            if cls is None:
+                made[resource.urn] = k8s.apiextensions.CustomResource(
+                    resource.name,
+                    api_version=inputs["apiVersion"],
+                    kind=inputs["kind"],
+                    metadata=inputs.get("metadata"),
+                    spec=inputs.get("spec"),
+                    opts=opts,
+                )
+                continue
+            accepted = _parameters(cls)
+            kwargs = {
+                _snake(k): v
+                for k, v in inputs.items()
+                if k not in ("apiVersion", "kind") and _snake(k) in accepted
+            }
+            made[resource.urn] = cls(resource.name, opts=opts, **kwargs)
+        return len(resources)
+
+    return program
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall and CPU seconds (all threads of this process) of one program run."""
+
+    seconds: float
+    cpu_seconds: float
+    resources: int
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "seconds": round(self.seconds, 4),
+                "cpuSeconds": round(self.cpu_seconds, 4),
+                "resources": self.resources,
+            }
+        )
+
+
+def _timed(run: Callable[[], int]) -> Timing:
+    wall, cpu = time.perf_counter(), time.process_time()
+    resources = run()
+    return Timing(time.perf_counter() - wall, time.process_time() - cpu, resources)
+
+
+def run_floor(resources: Sequence[FloorResource], stack: str = "floor") -> Timing:
+    """Time the floor program under the same mock runtime the preview uses."""
+    from tools.mockrun import run_under_mocks
+
+    def run() -> int:
+        captured = run_under_mocks(floor_program(resources), stack=stack, config={}).resources
+        if len(captured) != len(resources):
+            raise RuntimeError(f"floor registered {len(captured)} of {len(resources)}")
+        return len(captured)
+
+    return _timed(run)
+
+
+def run_program(stack_file: Path, stack: str) -> Timing:
+    """Time our program as the preview's program step runs it, after the same config step."""
+    from infra.config import StackFile
+    from tools.preview import run_stack_program
+
+    parsed = StackFile(stack_file)
+    parsed.platform_config()
+    return _timed(lambda: len(run_stack_program(parsed, stack).resources))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--report", help="a preview's report.json: replay its Kubernetes objects")
+    source.add_argument("--configmaps", type=int, help="register this many bare ConfigMaps")
+    source.add_argument("--program", help="a stack file: time our program on it instead")
+    parser.add_argument(
+        "--with-components", action="store_true", help="--report: keep the component tree too"
+    )
+    parser.add_argument("--stack", default="bench", help="stack name for --program")
+    args = parser.parse_args(argv)
+    # The same imports the preview has made before its program step starts.
+    import tools.preview  # noqa: F401
+
+    if args.program:
+        timing = run_program(Path(args.program), args.stack)
+    elif args.report:
+        report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        timing = run_floor(floor_resources(report["resources"], components=args.with_components))
+    else:
+        timing = run_floor(configmap_resources(args.configmaps))
+    print(timing.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

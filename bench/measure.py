@@ -1,0 +1,126 @@
+"""Whole-process measurements: wall time and peak memory of a child, plus the machine they ran on.
+
+Why whole processes: what a user waits for is ``python -m tools.preview`` from start to exit,
+imports and policy-pack start included, and the only honest peak memory is the kernel's own
+count for the process tree (``wait4``: the child and every descendant it reaped, such as the
+policy packs).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+VERSIONS = (
+    "pulumi",
+    "pulumi_kubernetes",
+    "pulumi_policy",
+    "pydantic",
+    "grpcio",
+    "protobuf",
+    "PyYAML",
+    "jsonschema",
+    "kubernetes-validate",
+)
+"""Packages whose versions decide the figures; recorded with every result."""
+
+
+class BenchError(Exception):
+    """A measurement could not be taken (a child failed): not a missed target."""
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """One child process: how long it took, how much memory its tree peaked at, what it said."""
+
+    seconds: float
+    cpu_seconds: float
+    """User + system time of the child and the descendants it reaped (the policy packs)."""
+    max_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_process(
+    command: Sequence[str], *, cwd: Path = PROJECT_ROOT, env: dict[str, str] | None = None
+) -> ProcessRun:
+    """Run ``command`` to completion; wall time from spawn to reap, ``ru_maxrss`` from ``wait4``.
+
+    Output goes to temporary files rather than pipes, so a chatty child never blocks while
+    this process sits in ``wait4``.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            list(command), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return ProcessRun(
+            seconds=seconds,
+            cpu_seconds=usage.ru_utime + usage.ru_stime,
+            max_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+            returncode=process.returncode,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+        )
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """``python -m module args`` with this interpreter (the project's venv)."""
+    return [sys.executable, "-m", module, *args]
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def load_average() -> list[float]:
+    """1, 5 and 15 minute load: figures taken on a busy machine are not comparable."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpuModel": _cpu_model(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {package: _version(package) for package in VERSIONS},
+    }
