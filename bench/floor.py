@@ -33,25 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.raw_manifests import BUILTIN_GROUP_MODULES
+
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 
 _BUILTIN_GROUPS = {
-    "core": "core",
-    "apps": "apps",
-    "batch": "batch",
-    "autoscaling": "autoscaling",
-    "policy": "policy",
-    "rbac.authorization.k8s.io": "rbac",
-    "networking.k8s.io": "networking",
-    "scheduling.k8s.io": "scheduling",
-    "storage.k8s.io": "storage",
-    "coordination.k8s.io": "coordination",
-    "discovery.k8s.io": "discovery",
-    "node.k8s.io": "node",
-    "admissionregistration.k8s.io": "admissionregistration",
-    "certificates.k8s.io": "certificates",
-    "helm.sh": "helm",
-}
+    ("core" if group == "" else group): module for group, module in BUILTIN_GROUP_MODULES.items()
+} | {"helm.sh": "helm"}
 """Group in a type token (``kubernetes:<group>/<version>:<Kind>``) → pulumi_kubernetes module."""
 
 
