@@ -101,7 +101,7 @@ def test_parse_byte_size() -> None:
         parse_byte_size("45Gi")
 
 
-def test_proposed_stack_blocks_validate_and_pass_every_rule() -> None:
+def test_stack_file_blocks_validate_and_pass_every_rule() -> None:
     assert issues(platform(dev_monitoring(), "dev")) == []
     assert issues(platform(prod_monitoring(), "prod")) == []
 

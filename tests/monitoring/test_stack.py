@@ -345,7 +345,7 @@ def test_prod_loki_is_scalable_on_s3_with_credentials_by_reference(
         "chunks": "gpu-prod-loki-chunks",
         "ruler": "gpu-prod-loki-ruler",
     }
-    assert storage["s3"]["region"] == "eu-central-1"
+    assert storage["s3"]["region"] == "us-east-1"
     assert "accessKeyId" not in storage["s3"] and "secretAccessKey" not in storage["s3"]
     assert values["loki"]["limits_config"]["retention_period"] == "720h"
     assert values["singleBinary"]["replicas"] == 0
