@@ -8,8 +8,11 @@ STACK       ?= dev
 CRD_SCHEMAS ?= $(abspath ../shared/crd-schemas)
 STAMP       := $(VENV)/.installed-stamp
 PY_DIRS     := __main__.py infra components tools policies tests bench examples
+# Compiled ahead, as pip compiles installed packages: with PYTHONDONTWRITEBYTECODE set (our CI
+# machines set it) every preview process would otherwise compile them again (docs/performance.md).
+BYTECODE    := __main__.py infra components tools policies bench
 
-.PHONY: install preview preview-all test lint typecheck pytest schema docs bench clean
+.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench clean
 
 install: $(STAMP)
 
@@ -19,12 +22,15 @@ $(STAMP): pyproject.toml policies/requirements.txt
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -r policies/requirements.txt
 	@touch $(STAMP)
 
+bytecode: install
+	@$(BIN)/python -m compileall -q $(BYTECODE)
+
 ## Offline preview of one stack: make preview STACK=prod [CRD_SCHEMAS=folder-or-url-template]
-preview: install
+preview: bytecode
 	$(BIN)/python -m tools.preview --stack $(STACK) --crd-schemas '$(CRD_SCHEMAS)'
 
 ## Offline preview of every Pulumi.<stack>.yaml in the project root.
-preview-all: install
+preview-all: bytecode
 	@set -e; for file in Pulumi.*.yaml; do \
 		stack=$${file#Pulumi.}; stack=$${stack%.yaml}; \
 		echo "== $$stack"; \
@@ -41,7 +47,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy $(wildcard $(PY_DIRS))
 
-pytest: install
+pytest: bytecode
 	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m pytest
 
 ## Regenerate checked-in generated files (tests fail while they are stale).
@@ -52,8 +58,9 @@ schema: install
 docs: install
 	$(BIN)/python tools/gen_policy_docs.py
 
-bench: install
+bench: bytecode
 	$(BIN)/python -m bench
 
 clean:
 	rm -rf build .mypy_cache .ruff_cache .pytest_cache
+	find $(BYTECODE) -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -20,6 +20,7 @@ from typing import Any
 from .measure import (
     PROJECT_ROOT,
     BenchError,
+    compile_sources,
     load_average,
     machine,
     median,
@@ -45,24 +46,55 @@ def _timing(module_args: list[str], what: str) -> dict[str, float]:
     return result
 
 
+def measure_pairs(
+    stack: str, pairs: int, *, stack_file: Path, report_path: Path, progress: bool = True
+) -> list[dict[str, Any]]:
+    """Time our program and the floor ``pairs`` times, back to back, in identical workers.
+
+    Each pair runs its two workers right after one another, so its ratio compares like with
+    like even when the machine's load changes between pairs; the order alternates (program
+    first, then floor first) so that whatever the second process of a pair gains or loses
+    (a warm page cache, a neighbour's burst) falls on both sides alike.
+    """
+    program_args = ["--program", str(stack_file), "--stack", stack]
+    floor_args = ["--report", str(report_path)]
+    results: list[dict[str, Any]] = []
+    for index in range(pairs):
+        if index % 2 == 0:
+            program = _timing(program_args, f"program of {stack}")
+            floor = _timing(floor_args, f"floor of {stack}")
+        else:
+            floor = _timing(floor_args, f"floor of {stack}")
+            program = _timing(program_args, f"program of {stack}")
+        results.append({"program": program, "floor": floor, "programFirst": index % 2 == 0})
+        if progress:
+            print(
+                f"  {stack} pair {index + 1}/{pairs}: program {program['cpuSeconds']:.2f} "
+                f"CPU-s, floor {floor['cpuSeconds']:.2f} CPU-s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return results
+
+
 def measure_stack(
     stack: str,
     runs: int,
     work: Path,
     *,
     stack_file: Path,
+    pairs: int,
     crd_schemas: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Preview ``stack`` ``runs`` times; after each preview, time our program and the floor.
+    """Preview ``stack`` ``runs`` times, then time our program against the floor ``pairs`` times.
 
-    The preview gives the user's figures (wall time, peak memory, its own step timings). The
-    program/floor pair runs in identical worker processes right after one another, so each
-    run's ratio compares like with like even when the machine's load changes between runs.
+    The preview gives the user's figures (wall time, peak memory, its own step timings); the
+    pairs give the program/floor ratio (``measure_pairs``).
     """
     previews: list[dict[str, Any]] = []
-    pairs: list[dict[str, Any]] = []
     report: dict[str, Any] = {}
+    report_path = work
     for index in range(runs):
         out = work / f"{stack}-{index}"
         args = ["--stack", stack, "--out", str(out), "--quiet", "--stack-file", str(stack_file)]
@@ -83,34 +115,33 @@ def measure_stack(
                 "steps": report["timings"],
             }
         )
-        program = _timing(["--program", str(stack_file), "--stack", stack], f"program of {stack}")
-        floor = _timing(["--report", str(report_path)], f"floor of {stack}")
-        pairs.append({"program": program, "floor": floor})
         if progress:
             print(
-                f"  {stack} run {index + 1}/{runs}: preview {run.seconds:.2f}s, program "
-                f"{program['cpuSeconds']:.2f} CPU-s, floor {floor['cpuSeconds']:.2f} CPU-s",
+                f"  {stack} preview {index + 1}/{runs}: {run.seconds:.2f}s",
                 file=sys.stderr,
                 flush=True,
             )
+    paired = measure_pairs(
+        stack, pairs, stack_file=stack_file, report_path=report_path, progress=progress
+    )
     resources = report["resources"]
     steps = {step: median([p["steps"][step] for p in previews]) for step in previews[0]["steps"]}
     return {
         "resources": len(resources),
         "kubernetesObjects": sum(1 for r in resources if r.get("manifest")),
-        "floorResources": int(pairs[-1]["floor"]["resources"]),
+        "floorResources": int(paired[-1]["floor"]["resources"]),
         "wallSeconds": median([p["wallSeconds"] for p in previews]),
         "cpuSeconds": median([p["cpuSeconds"] for p in previews]),
         "maxRssMb": median([p["maxRssMb"] for p in previews]),
         "steps": steps,
-        "programCpuSeconds": median([p["program"]["cpuSeconds"] for p in pairs]),
-        "floorCpuSeconds": median([p["floor"]["cpuSeconds"] for p in pairs]),
-        "floorSeconds": median([p["floor"]["seconds"] for p in pairs]),
+        "programCpuSeconds": median([p["program"]["cpuSeconds"] for p in paired]),
+        "floorCpuSeconds": median([p["floor"]["cpuSeconds"] for p in paired]),
+        "floorSeconds": median([p["floor"]["seconds"] for p in paired]),
         "programOverFloor": median(
-            [p["program"]["cpuSeconds"] / p["floor"]["cpuSeconds"] for p in pairs]
+            [p["program"]["cpuSeconds"] / p["floor"]["cpuSeconds"] for p in paired]
         ),
         "runs": previews,
-        "pairs": pairs,
+        "pairs": paired,
     }
 
 
@@ -162,6 +193,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--large-runs", type=int, default=3, help="runs at 1,000+ workloads (default 3)"
     )
     parser.add_argument(
+        "--pairs",
+        type=int,
+        default=11,
+        help="program/floor pairs per stack below 1,000 workloads (median of ratios; default 11)",
+    )
+    parser.add_argument(
+        "--large-pairs", type=int, default=3, help="pairs at 1,000+ workloads (default 3)"
+    )
+    parser.add_argument(
         "--sizes", default="10,100,1000", help="synthetic stack sizes in workloads (comma list)"
     )
     parser.add_argument(
@@ -182,6 +222,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.large_runs, args.sizes, args.policy_records = 1, 1, "10,100", 1000
+        args.pairs = args.large_pairs = 1
     if args.plot is None:
         folder = Path(args.out) if args.quick else PROJECT_ROOT / "docs"
         args.plot = str(folder / "performance.png")
@@ -196,6 +237,8 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {
             "runs": args.runs,
             "largeRuns": args.large_runs,
+            "pairs": args.pairs,
+            "largePairs": args.large_pairs,
             "sizes": sizes,
             "policyRecords": args.policy_records,
         },
@@ -211,15 +254,21 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
                 args.runs,
                 work,
                 stack_file=PROJECT_ROOT / f"Pulumi.{stack}.yaml",
+                pairs=args.pairs,
                 crd_schemas=args.crd_schemas,
             )
         for size in sizes:
             name = f"bench{size}"
             stack_file = write_stack_file(work / "stacks", name, synthetic_config(size))
-            runs = args.large_runs if size >= 1000 else args.runs
+            large = size >= 1000
             print(f"synthetic stack: {size} workloads", file=sys.stderr, flush=True)
             entry = measure_stack(
-                name, runs, work, stack_file=stack_file, crd_schemas=args.crd_schemas
+                name,
+                args.large_runs if large else args.runs,
+                work,
+                stack_file=stack_file,
+                pairs=args.large_pairs if large else args.pairs,
+                crd_schemas=args.crd_schemas,
             )
             results["scaling"].append({"workloads": size, "teams": team_count(size), **entry})
         print("SDK floor: bare ConfigMaps", file=sys.stderr, flush=True)
@@ -238,6 +287,7 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        compile_sources()
         results = run_benchmarks(args)
     except BenchError as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)

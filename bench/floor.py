@@ -191,12 +191,22 @@ def _timed(run: Callable[[], int]) -> Timing:
     return Timing(time.perf_counter() - wall, time.process_time() - cpu, resources)
 
 
-def run_floor(resources: Sequence[FloorResource], stack: str = "floor") -> Timing:
-    """Time the floor program under the same mock runtime the preview uses."""
+def run_floor_program(resources: Sequence[FloorResource], stack: str) -> list[Any]:
+    """The floor's counterpart of ``tools.preview.run_stack_program``, one frame deep like it.
+
+    Why the same depth: the SDK walks the whole Python stack at every registration (for source
+    positions), so an extra harness frame on one side would be charged to that side.
+    """
     from tools.mockrun import run_under_mocks
 
+    return run_under_mocks(floor_program(resources), stack=stack, config={}).resources
+
+
+def run_floor(resources: Sequence[FloorResource], stack: str = "floor") -> Timing:
+    """Time the floor program under the same mock runtime the preview uses."""
+
     def run() -> int:
-        captured = run_under_mocks(floor_program(resources), stack=stack, config={}).resources
+        captured = run_floor_program(resources, stack)
         if len(captured) != len(resources):
             raise RuntimeError(f"floor registered {len(captured)} of {len(resources)}")
         return len(captured)

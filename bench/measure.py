@@ -34,10 +34,32 @@ VERSIONS = (
     "kubernetes-validate",
 )
 """Packages whose versions decide the figures; recorded with every result."""
+COMPILED_SOURCES = ("__main__.py", "infra", "components", "tools", "policies", "bench")
+"""What the measured processes import from this tree, compiled ahead (the Makefile's BYTECODE)."""
 
 
 class BenchError(Exception):
     """A measurement could not be taken (a child failed): not a missed target."""
+
+
+def compile_sources(root: Path = PROJECT_ROOT) -> None:
+    """Compile our modules ahead, as pip does for the packages it installs.
+
+    Why: with PYTHONDONTWRITEBYTECODE set (as on our CI machines) no process writes bytecode, so
+    every preview would compile our ~70 modules from source while the SDK's modules load
+    precompiled: 3% of the program step at 10 workloads, charged to our side of the ratio only.
+    """
+    import compileall
+
+    for name in COMPILED_SOURCES:
+        path = root / name
+        compiled = (
+            compileall.compile_dir(path, quiet=1)
+            if path.is_dir()
+            else compileall.compile_file(path, quiet=1)
+        )
+        if not compiled:
+            raise BenchError(f"could not compile {path}")
 
 
 @dataclass(frozen=True)

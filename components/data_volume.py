@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -31,7 +32,10 @@ class DataVolume(pulumi.ComponentResource):
     """A PVC. Skips the provider's wait for ``Bound``: with ``WaitForFirstConsumer`` a claim stays
     ``Pending`` until a pod mounts it, and ``pulumi up`` would otherwise hang."""
 
-    claim_name: str
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        claim_name: str
 
     def __init__(
         self, name: str, args: DataVolumeArgs, opts: pulumi.ResourceOptions | None = None

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -386,9 +386,12 @@ def nodepool_spec(args: GpuNodePoolArgs, backend: KarpenterBackend) -> dict[str,
 class GpuNodePool(pulumi.ComponentResource):
     """GPU nodes of one product and sharing mode, and the contract to schedule onto them."""
 
-    contract: SchedulingContract
-    device_plugin_config: dict[str, Any]
-    max_units: int
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        contract: SchedulingContract
+        device_plugin_config: dict[str, Any]
+        max_units: int
 
     def __init__(
         self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -132,8 +132,11 @@ def chart_values(args: GpuOperatorArgs) -> dict[str, Any]:
 class GpuOperator(pulumi.ComponentResource):
     """The NVIDIA GPU stack: namespace, device plugin configs and the operator's Helm release."""
 
-    namespace_name: str
-    release_name: str
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        namespace_name: str
+        release_name: str
 
     def __init__(
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None

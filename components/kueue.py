@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -168,8 +168,11 @@ def flavor_manifest(spec: FlavorSpec) -> dict[str, Any]:
 class Kueue(pulumi.ComponentResource):
     """The Kueue controller, the GPU flavours and the workload priority classes."""
 
-    namespace_name: str
-    flavor_names: list[str]
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        namespace_name: str
+        flavor_names: list[str]
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
@@ -338,8 +341,11 @@ def cluster_queue_spec(args: TeamQueueArgs) -> dict[str, Any]:
 class TeamQueue(pulumi.ComponentResource):
     """A team's ClusterQueue in the shared cohort and the LocalQueue its jobs name."""
 
-    cluster_queue_name: str
-    local_queue_name: str
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        cluster_queue_name: str
+        local_queue_name: str
 
     def __init__(
         self, name: str, args: TeamQueueArgs, opts: pulumi.ResourceOptions | None = None

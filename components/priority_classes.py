@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -30,8 +31,11 @@ class PriorityClassesArgs:
 class PriorityClasses(pulumi.ComponentResource):
     """Cluster-wide PriorityClasses; outputs their names and the default one."""
 
-    names: list[str]
-    default_name: str | None
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        names: list[str]
+        default_name: str | None
 
     def __init__(
         self, name: str, args: PriorityClassesArgs, opts: pulumi.ResourceOptions | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -117,9 +118,12 @@ class TeamNamespaceArgs:
 class TeamNamespace(pulumi.ComponentResource):
     """A namespace with quota, defaults, RBAC, a workload identity and default-deny networking."""
 
-    namespace: pulumi.Output[str]
-    service_account_name: str
-    env_config_map_name: str
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        namespace: pulumi.Output[str]
+        service_account_name: str
+        env_config_map_name: str
 
     def __init__(
         self, name: str, args: TeamNamespaceArgs, opts: pulumi.ResourceOptions | None = None

@@ -21,7 +21,7 @@ class OutputModel(BaseModel):
         validate_by_name=True,
         frozen=True,
         extra="forbid",
-        use_attribute_docstrings=True,
+        # Attribute docstrings become schema descriptions in infra/schema_docs.py, not here.
     )
 
 

@@ -13,12 +13,15 @@ from typing import Any
 
 from components.constants import PROJECT
 from infra.config import PlatformConfig
+from infra.schema_docs import DocumentedJsonSchema
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "stack-config.schema.json"
 
 
 def build_schema() -> dict[str, Any]:
-    model = PlatformConfig.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    model = PlatformConfig.model_json_schema(
+        by_alias=True, ref_template="#/$defs/{model}", schema_generator=DocumentedJsonSchema
+    )
     defs = model.pop("$defs", {})
     keys = {f"{PROJECT}:{name}": schema for name, schema in model["properties"].items()}
     required = [f"{PROJECT}:{name}" for name in model.get("required", [])]

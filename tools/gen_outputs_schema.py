@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.outputs import OUTPUTS_VERSION, StackOutputs
+from infra.schema_docs import DocumentedJsonSchema
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
 ID_BASE = "https://github.com/ai-platform/ai-platform/schema/"
@@ -35,7 +36,9 @@ def schema_path(version: int = OUTPUTS_VERSION) -> Path:
 
 def build_schema(version: int = OUTPUTS_VERSION) -> dict[str, Any]:
     """The model's schema (camelCase, as exported) with an ``$id`` naming its version."""
-    model = StackOutputs.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    model = StackOutputs.model_json_schema(
+        by_alias=True, ref_template="#/$defs/{model}", schema_generator=DocumentedJsonSchema
+    )
     # A v<N> document must say it is v<N>: a consumer validating with this file rejects another
     # major version instead of misreading it.
     model["properties"]["outputsVersion"]["const"] = version

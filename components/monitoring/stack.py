@@ -33,7 +33,7 @@ Secrets. Neither Helm values nor any plain input carries a secret:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -218,17 +218,20 @@ def _secret_credentials(receivers: Sequence[AlertReceiver]) -> list[pulumi.Outpu
 class MonitoringStack(pulumi.ComponentResource):
     """Prometheus, Alertmanager, Grafana, Loki and Fluent Bit, wired for the platform."""
 
-    monitoring_namespace: str
-    logging_namespace: str
-    grafana_url: str
-    grafana_admin_secret_name: str
-    grafana_admin_password: pulumi.Output[str]
-    prometheus_url: str
-    alertmanager_url: str
-    loki_push_url: str
-    loki_url: str
-    dcgm_counters_config_map_name: str
-    dcgm_counters_config_map: k8s.core.v1.ConfigMap | None
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        monitoring_namespace: str
+        logging_namespace: str
+        grafana_url: str
+        grafana_admin_secret_name: str
+        grafana_admin_password: pulumi.Output[str]
+        prometheus_url: str
+        alertmanager_url: str
+        loki_push_url: str
+        loki_url: str
+        dcgm_counters_config_map_name: str
+        dcgm_counters_config_map: k8s.core.v1.ConfigMap | None
 
     def __init__(
         self, name: str, args: MonitoringStackArgs, opts: pulumi.ResourceOptions | None = None

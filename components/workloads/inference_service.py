@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -510,9 +510,12 @@ def statefulset_spec(args: InferenceServiceArgs, dependency: StatefulDependency)
 class InferenceService(pulumi.ComponentResource):
     """Deployment, Service, HPA, PDB, NetworkPolicy, ServiceMonitor and stateful dependencies."""
 
-    deployment_name: str
-    service_name: str
-    dependency_services: dict[str, str]
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        deployment_name: str
+        service_name: str
+        dependency_services: dict[str, str]
 
     def __init__(
         self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -498,10 +498,13 @@ def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
 class TrainingJob(pulumi.ComponentResource):
     """An Indexed Job with preflight, failure policy, torchrun wiring, data and isolation."""
 
-    job_name: str
-    service_name: str | None
-    master_addr: str
-    checkpoint_claim: str | None
+    if TYPE_CHECKING:
+        # For type checkers only: the SDK evaluates a resource class's annotations at
+        # every registration, and these are plain attributes (docs/performance.md).
+        job_name: str
+        service_name: str | None
+        master_addr: str
+        checkpoint_claim: str | None
 
     def __init__(
         self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None

@@ -26,7 +26,7 @@ class ConfigModel(BaseModel):
         validate_by_name=False,
         serialize_by_alias=True,
         frozen=True,
-        use_attribute_docstrings=True,
+        # Attribute docstrings become schema descriptions in infra/schema_docs.py, not here.
         str_strip_whitespace=False,
     )
 

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from bench.floor import PROVIDER_TYPE, floor_resources
+from bench.measure import COMPILED_SOURCES, PROJECT_ROOT, BenchError, compile_sources
 from bench.policy_load import repeat_records
 from bench.synthetic import synthetic_config, team_count, write_stack_file
 from components.constants import PROJECT
@@ -76,3 +77,26 @@ def test_repeated_records_are_distinct_and_self_consistent() -> None:
 def test_floor_keeps_kubernetes_objects_and_the_provider() -> None:
     kept = floor_resources(_records())
     assert [r.type for r in kept] == [PROVIDER_TYPE, "kubernetes:core/v1:Namespace"]
+
+
+def test_makefile_compiles_what_the_bench_compiles() -> None:
+    """`make preview` and the bench load the same precompiled modules (docs/performance.md)."""
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
+    line = next(line for line in makefile.splitlines() if line.startswith("BYTECODE "))
+    assert tuple(line.split(":=", 1)[1].split()) == COMPILED_SOURCES
+    assert all((PROJECT_ROOT / name).exists() for name in COMPILED_SOURCES)
+
+
+def test_compile_sources_writes_bytecode_and_refuses_broken_files(tmp_path) -> None:
+    for name in COMPILED_SOURCES:
+        if name.endswith(".py"):
+            (tmp_path / name).write_text("VALUE = 1\n", encoding="utf-8")
+        else:
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "module.py").write_text("VALUE = 2\n", encoding="utf-8")
+    compile_sources(tmp_path)
+    assert list((tmp_path / "infra" / "__pycache__").glob("module.*.pyc"))
+    assert list((tmp_path / "__pycache__").glob("__main__.*.pyc"))
+    (tmp_path / "tools" / "broken.py").write_text("def (:\n", encoding="utf-8")
+    with pytest.raises(BenchError, match="tools"):
+        compile_sources(tmp_path)
