@@ -346,6 +346,9 @@ class TeamQueue(pulumi.ComponentResource):
         # every registration, and these are plain attributes (docs/performance.md).
         cluster_queue_name: str
         local_queue_name: str
+        local_queue: k8s.apiextensions.CustomResource
+        """The LocalQueue: registered only after this component's dependencies, so depending on
+        it orders a workload after them too."""
 
     def __init__(
         self, name: str, args: TeamQueueArgs, opts: pulumi.ResourceOptions | None = None
@@ -362,7 +365,7 @@ class TeamQueue(pulumi.ComponentResource):
             spec=cluster_queue_spec(args),
             opts=child,
         )
-        k8s.apiextensions.CustomResource(
+        self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
             api_version=KUEUE_API_VERSION,
             kind="LocalQueue",

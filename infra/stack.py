@@ -312,7 +312,10 @@ def training_job_args(
     preflight = settings.preflight
     return TrainingJobArgs(
         team=workload.team,
-        namespace=owner.namespace.namespace,
+        # The name, not the namespace's Output: deploy_workload already orders the workload after
+        # the whole team namespace, and an Output here costs every child resource a property
+        # dependency and its cycle check in the SDK (docs/performance.md).
+        namespace=owner.config.namespace_name,
         name=workload.name,
         image=workload.image,
         resources=_compute(workload.resources),
@@ -363,7 +366,10 @@ def inference_service_args(
     metric = settings.custom_metric
     return InferenceServiceArgs(
         team=workload.team,
-        namespace=owner.namespace.namespace,
+        # The name, not the namespace's Output: deploy_workload already orders the workload after
+        # the whole team namespace, and an Output here costs every child resource a property
+        # dependency and its cycle check in the SDK (docs/performance.md).
+        namespace=owner.config.namespace_name,
         name=workload.name,
         image=workload.image,
         resources=_compute(workload.resources),
@@ -434,10 +440,13 @@ def deploy_workload(
         claims = {settings.dataset, settings.checkpoints.claim if settings.checkpoints else None}
     else:
         claims = {workload.inference_settings.model}
-    after: list[pulumi.Resource] = [owner.namespace]
+    # One edge stands for the whole team: the LocalQueue is registered only after its TeamQueue's
+    # dependencies, the TeamNamespace and everything in it (quota, limits, policies, identity),
+    # so a workload after the LocalQueue is after all of them. Depending on the components
+    # instead made the SDK expand and cycle-check a dozen resources per workload
+    # (docs/performance.md). Without a queue, the TeamNamespace itself.
+    after: list[pulumi.Resource] = [owner.queue.local_queue if owner.queue else owner.namespace]
     after += [volume for name, volume in owner.volumes.items() if name in claims]
-    if owner.queue is not None:
-        after.append(owner.queue)
     opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
     name = f"{workload.team}-{workload.name}"
     if workload.kind == "training":
@@ -562,6 +571,8 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             queue = TeamQueue(
                 f"{team.name}-queue",
                 _team_queue_args(team, team.queue, config, pools),
+                # Load-bearing for workloads too: their one edge to this queue's LocalQueue
+                # orders them after the whole team namespace (deploy_workload).
                 pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
             )
         volumes: dict[str, DataVolume] = {}

@@ -35,20 +35,66 @@ def test_every_configured_workload_is_rendered_in_its_team_namespace(stack, dev_
         assert {r.metadata["namespace"] for r in children} == {team}
 
 
-def test_workloads_wait_for_namespace_queue_and_mounted_volumes(prod_run):
-    """Component dependencies expand to the components' resources."""
+def _registered_after(run, urn: str) -> set[str]:
+    """Everything the SDK waits for before registering ``urn``: its dependencies and its parent,
+    transitively (a child is registered after its parent, and a component after everything it
+    depends on; each custom resource's registration returns once it exists)."""
+    records = {r.urn: r for r in run.resources}
+    seen: set[str] = set()
+    pending = [urn]
+    while pending:
+        record = records.get(pending.pop())
+        if record is None:
+            continue
+        for before in [*record.options["dependsOn"], record.parent]:
+            if before and before not in seen:
+                seen.add(before)
+                pending.append(before)
+    return seen
+
+
+def _team_objects(run, team: str) -> set[str]:
+    namespace_component = next(
+        r.urn
+        for r in run.resources
+        if r.type == "aiplatform:tenancy:TeamNamespace" and r.name == team
+    )
+    return {r.urn for r in run.kubernetes_objects() if r.parent == namespace_component}
+
+
+def test_workloads_wait_for_the_whole_team_queue_and_mounted_volumes(prod_run):
+    """One edge to the LocalQueue stands for the team: its TeamQueue waits for the namespace."""
     components = _components(prod_run)
-    finetune = set(components["research-llama-finetune"].options["dependsOn"])
-    namespace = prod_run.find("Namespace", "research").urn
+    finetune = components["research-llama-finetune"]
     local_queue = prod_run.find("LocalQueue", "gpu-queue", "research").urn
     datasets = prod_run.find("PersistentVolumeClaim", "datasets", "research").urn
     checkpoints = prod_run.find("PersistentVolumeClaim", "checkpoints", "research").urn
-    assert {namespace, local_queue, datasets} <= finetune
-    assert checkpoints not in finetune  # it writes to a claim of its own
+    assert set(finetune.options["dependsOn"]) == {local_queue, datasets}
+    team = _team_objects(prod_run, "research")
+    assert {r.kind for r in prod_run.kubernetes_objects() if r.urn in team} >= {
+        "Namespace",
+        "ResourceQuota",
+        "LimitRange",
+        "ServiceAccount",
+        "NetworkPolicy",
+        "ConfigMap",
+    }
+    for component in components.values():
+        owner = "research" if component.name.startswith("research-") else "search-serving"
+        assert _team_objects(prod_run, owner) <= _registered_after(prod_run, component.urn)
+    assert checkpoints not in _registered_after(prod_run, finetune.urn)  # a claim of its own
     evaluation = set(components["research-llama-eval"].options["dependsOn"])
     assert {datasets, checkpoints} <= evaluation
     embeddings = set(components["search-serving-embeddings"].options["dependsOn"])
     assert prod_run.find("PersistentVolumeClaim", "models", "search-serving").urn in embeddings
+
+
+def test_without_a_queue_workloads_wait_for_the_team_namespace(dev_config):
+    dev_config["queueing"] = {"enabled": False}
+    run = run_stack(dev_config)
+    for component in _components(run).values():
+        owner = "research" if component.name.startswith("research-") else "search-serving"
+        assert _team_objects(run, owner) <= set(component.options["dependsOn"])
 
 
 def test_gpu_work_is_queued_and_cpu_work_is_not(prod_run):
