@@ -852,11 +852,24 @@ def pack_launch_command(
     return cmd, pdir
 
 
+def polite_stop_signal() -> signal.Signals:
+    """SIGINT, as the CLI stops a plugin; SIGTERM when this process ignores SIGINT.
+
+    A shell starts background jobs (``make bench &``, ``nohup``) with SIGINT ignored, and a child
+    inherits that: the pack would sit out the whole grace period and then be killed, 5 s per
+    preview. SIGTERM is never ignored that way.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return signal.SIGTERM
+    return signal.SIGINT
+
+
 class PolicyPackProcess:
     """A running policy pack: start, read the port, serve a channel, stop without orphans.
 
     Stop mirrors the CLI's plugin Kill: SIGINT to the process group (pulumi_policy stops its
-    server on KeyboardInterrupt), SIGKILL to the group after `grace` seconds.
+    server on KeyboardInterrupt; SIGTERM where SIGINT is ignored, see `polite_stop_signal`),
+    SIGKILL to the group after `grace` seconds.
     """
 
     def __init__(
@@ -1068,7 +1081,7 @@ class PolicyPackProcess:
         if proc is None or proc.returncode is not None:
             return
         if self._exit_status(0.0) is None:
-            self._signal_group(proc, signal.SIGINT)
+            self._signal_group(proc, polite_stop_signal())
             self._exit_status(self._grace)
         self._kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -1078,6 +1091,11 @@ class PolicyPackProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+    @property
+    def returncode(self) -> int | None:
+        """The pack's exit status once it has ended (negative: the signal that ended it)."""
+        return None if self._proc is None else self._proc.returncode
 
     def _kill_group(self) -> None:
         # Only while the leader is unreaped (a zombie at worst) does the group id stay ours:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -601,3 +602,21 @@ def test_alive_helper() -> None:
     # The process checks above are only as good as this helper.
     assert _alive(os.getpid())
     assert not _alive(2**22 + 12345)  # above the default pid_max
+
+
+def test_a_pack_started_with_sigint_ignored_is_stopped_politely(main_pack: Path) -> None:
+    """Background jobs inherit an ignored SIGINT; the pack must then get SIGTERM, not sit out
+    the grace period and be killed."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert pd.polite_stop_signal() is signal.SIGTERM
+        pack = pd.PolicyPackProcess(main_pack)
+        try:
+            pack.start()
+            assert pack.alive()
+        finally:
+            pack.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert pack.returncode == -signal.SIGTERM
+    assert pd.polite_stop_signal() is signal.SIGINT
