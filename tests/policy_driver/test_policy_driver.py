@@ -607,8 +607,11 @@ def test_alive_helper() -> None:
 def test_a_pack_started_with_sigint_ignored_is_stopped_politely(main_pack: Path) -> None:
     """Background jobs inherit an ignored SIGINT; the pack must then get SIGTERM, not sit out
     the grace period and be killed."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.getsignal(signal.SIGINT)
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        assert pd.polite_stop_signal() is signal.SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         assert pd.polite_stop_signal() is signal.SIGTERM
         pack = pd.PolicyPackProcess(main_pack)
         try:
@@ -619,4 +622,3 @@ def test_a_pack_started_with_sigint_ignored_is_stopped_politely(main_pack: Path)
     finally:
         signal.signal(signal.SIGINT, previous)
     assert pack.returncode == -signal.SIGTERM
-    assert pd.polite_stop_signal() is signal.SIGINT
