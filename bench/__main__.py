@@ -195,11 +195,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--pairs",
         type=int,
-        default=11,
-        help="program/floor pairs per stack below 1,000 workloads (median of ratios; default 11)",
+        default=15,
+        help="program/floor pairs per stack below 1,000 workloads (median of ratios; default 15)",
     )
     parser.add_argument(
-        "--large-pairs", type=int, default=3, help="pairs at 1,000+ workloads (default 3)"
+        "--large-pairs", type=int, default=5, help="pairs at 1,000+ workloads (default 5)"
     )
     parser.add_argument(
         "--sizes", default="10,100,1000", help="synthetic stack sizes in workloads (comma list)"
