@@ -5,7 +5,11 @@ PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 STACK       ?= dev
-CRD_SCHEMAS ?= $(abspath ../shared/crd-schemas)
+# The CRD schemas: ../shared beside this checkout, else beside the checkout it was cloned from
+# (a scratch clone such as /tmp/fresh of a local checkout), else ../shared (the preview then says
+# the folder is missing). CRD_SCHEMAS=<folder or URL template> overrides.
+ORIGIN      := $(shell git config --get remote.origin.url 2>/dev/null)
+CRD_SCHEMAS ?= $(firstword $(wildcard $(abspath ../shared/crd-schemas) $(if $(filter /%,$(ORIGIN)),$(abspath $(ORIGIN)/../shared/crd-schemas))) $(abspath ../shared/crd-schemas))
 STAMP       := $(VENV)/.installed-stamp
 PY_DIRS     := __main__.py infra components tools policies tests bench examples
 # Compiled ahead, as pip compiles installed packages: with PYTHONDONTWRITEBYTECODE set (our CI
