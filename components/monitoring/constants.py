@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.constants import LABEL_PREFIX
-
-CLUSTER_DOMAIN: Final = "cluster.local"
+from components.constants import LABEL_PREFIX, METRICS_PORT_NAME
 
 # --- Pinned charts (see the module docstring of components/monitoring/stack.py for sources) -------
 KPS_CHART: Final = "kube-prometheus-stack"
@@ -112,8 +110,8 @@ KUEUE_METRICS_SERVICE_LABELS: Final = {
 }
 KUEUE_POD_LABELS: Final = {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
 KUEUE_METRICS_PORT_NAME: Final = "https"
-INFERENCE_METRICS_PORT_NAME: Final = "metrics"
-"""Convention: inference Services expose their Prometheus endpoint on a port named ``metrics``."""
+INFERENCE_METRICS_PORT_NAME: Final = METRICS_PORT_NAME
+"""The port InferenceService names for its Prometheus endpoint (defined in components.constants)."""
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 """Set by the Job controller on a Job's pods; Fluent Bit turns it into the Loki ``job`` label."""
 SERVICE_ACCOUNT_TOKEN_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount/token"

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from components.constants import TEAM_LABEL
+from components.constants import CLUSTER_DOMAIN, TEAM_LABEL
 from components.monitoring.known_metrics import ksm_metric_labels_allowlist
 
 from .constants import (
     ALERTMANAGER_CONFIG_SECRET,
-    CLUSTER_DOMAIN,
     COMPONENT_ALERTMANAGER,
     COMPONENT_FLUENT_BIT,
     COMPONENT_GRAFANA,
