@@ -438,11 +438,9 @@ def load_policy_pack_config(path: str | os.PathLike[str]) -> dict[str, PolicyCon
         return {}
     try:
         raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise PolicyConfigError(f"{p}: invalid JSON: {e}") from e
     except RecursionError as e:
         raise PolicyConfigError(f"{p}: invalid JSON: nested too deeply") from e
-    except ValueError as e:  # e.g. integers past Python's digit limit
+    except ValueError as e:  # JSONDecodeError, or integers past Python's digit limit
         raise PolicyConfigError(f"{p}: invalid JSON: {e}") from e
     if not isinstance(raw, dict):
         raise PolicyConfigError(
@@ -887,6 +885,7 @@ class PolicyPackProcess:
         self._startup_timeout = startup_timeout
         self._grace = grace
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stop_signal = signal.SIGINT
         self._stderr = bytearray()
         self._stdout = bytearray()
         self._lock = threading.Lock()
@@ -928,6 +927,8 @@ class PolicyPackProcess:
         cmd, cwd = pack_launch_command(self.pack_dir, self._python)
         self.project = _load_pack_project(cwd)
         env = {**os.environ, **self._extra_env}
+        # Decided now: the pack inherits this process's SIGINT disposition at launch.
+        self._stop_signal = polite_stop_signal()
         try:
             self._proc = subprocess.Popen(
                 cmd,
@@ -1081,7 +1082,7 @@ class PolicyPackProcess:
         if proc is None or proc.returncode is not None:
             return
         if self._exit_status(0.0) is None:
-            self._signal_group(proc, polite_stop_signal())
+            self._signal_group(proc, self._stop_signal)
             self._exit_status(self._grace)
         self._kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
