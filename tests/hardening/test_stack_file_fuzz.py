@@ -202,7 +202,7 @@ def test_dates_stay_the_strings_the_engine_passes(tmp_path: Path) -> None:
 
 
 def test_control_characters_are_one_line_errors(folder: Path) -> None:
-    check_stack_file(folder, TEXTS["dev"] + "\x00")
+    assert check_stack_file(folder, TEXTS["dev"] + "\x00") == "error"
 
 
 def test_duplicate_keys_are_config_errors(folder: Path) -> None:
