@@ -25,7 +25,6 @@ import argparse
 import functools
 import inspect
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,14 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.raw_manifests import BUILTIN_GROUP_MODULES
+from components.raw_manifests import resource_class, snake_case
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
-
-_BUILTIN_GROUPS = {
-    ("core" if group == "" else group): module for group, module in BUILTIN_GROUP_MODULES.items()
-} | {"helm.sh": "helm"}
-"""Group in a type token (``kubernetes:<group>/<version>:<Kind>``) → pulumi_kubernetes module."""
 
 
 @dataclass(frozen=True)
@@ -96,10 +90,6 @@ def configmap_resources(count: int) -> list[FloorResource]:
     ]
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 @functools.cache
 def _parameters(cls: type) -> frozenset[str]:
     return frozenset(inspect.signature(cls._internal_init).parameters)  # type: ignore[attr-defined]
@@ -109,12 +99,11 @@ def _typed_class(k8s: Any, type_token: str) -> type | None:
     """The typed class for a type token; None for custom resources (CRDs)."""
     _, group_version, kind = type_token.split(":")
     group, _, version = group_version.rpartition("/")
-    module = _BUILTIN_GROUPS.get(group)
-    if module is None:
-        return None
-    found = getattr(getattr(getattr(k8s, module), version), kind)
-    assert isinstance(found, type)
-    return found
+    if group == "helm.sh":  # not a Kubernetes API group: the provider's own Release
+        found = getattr(getattr(k8s.helm, version), kind)
+        assert isinstance(found, type)
+        return found
+    return resource_class(version if group == "core" else group_version, kind)
 
 
 def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
@@ -127,7 +116,7 @@ def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
         provider: pulumi.ProviderResource | None = None
         for resource in resources:
             if resource.type == PROVIDER_TYPE:
-                kwargs = {_snake(k): v for k, v in resource.inputs.items()}
+                kwargs = {snake_case(k): v for k, v in resource.inputs.items()}
                 kwargs = {k: v for k, v in kwargs.items() if k in _parameters(k8s.Provider)}
                 provider = k8s.Provider(resource.name, **kwargs)
         made: dict[str, pulumi.Resource] = {}
@@ -157,9 +146,9 @@ def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
                 continue
             accepted = _parameters(cls)
             kwargs = {
-                _snake(k): v
+                snake_case(k): v
                 for k, v in inputs.items()
-                if k not in ("apiVersion", "kind") and _snake(k) in accepted
+                if k not in ("apiVersion", "kind") and snake_case(k) in accepted
             }
             made[resource.urn] = cls(resource.name, opts=opts, **kwargs)
         return len(resources)

@@ -53,7 +53,8 @@ def custom_resource_extra_fields(manifest: Mapping[str, Any]) -> list[str]:
     return sorted(set(manifest) - _CUSTOM_RESOURCE_FIELDS)
 
 
-def _snake(name: str) -> str:
+def snake_case(name: str) -> str:
+    """``storageClassName`` → ``storage_class_name``: a manifest field as a typed-class argument."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
@@ -94,7 +95,7 @@ class RawManifests(pulumi.ComponentResource):
             cls = resource_class(api_version, kind)
             if cls is not None:
                 fields = {
-                    _snake(key): value
+                    snake_case(key): value
                     for key, value in manifest.items()
                     if key not in ("apiVersion", "kind")
                 }
