@@ -21,7 +21,7 @@ from pulumi.runtime.mocks import MockResourceArgs
 
 from components.constants import KUEUE_QUEUE_LABEL
 from tests.harness import run_stack
-from tests.workloads.conftest import container, pod_spec
+from tests.workloads.conftest import container, mandatory_violations, pod_spec
 from tools.mockrun import MockRun, PlatformMocks, run_under_mocks
 from tools.schema_validation import ManifestValidator, default_crd_location
 
@@ -230,24 +230,7 @@ def test_rendered_manifests_validate(run):
 
 def test_example_passes_the_mandatory_resource_policies(run):
     """Per-resource prod policies; stack policies need the platform's own resources too."""
-    import policy_harness  # on sys.path through tests.workloads.conftest
-    from aiplatform_policies import REGISTRY
-    from aiplatform_policies.stackconfig import load, resolve
-
-    resources = [
-        policy_harness.Resource(r.type, r.name, r.inputs, r.options["protect"])
-        for r in run.kubernetes_objects()
-    ]
-    messages = []
-    for name, effective in resolve(load("prod")).items():
-        meta = REGISTRY[name]
-        if effective.level.value != "mandatory" or meta.stack:
-            continue
-        fixture = policy_harness.Fixture(
-            Path(name), name, True, resources, config=effective.properties
-        )
-        messages += policy_harness.run(meta.policy, fixture)
-    assert messages == []
+    assert mandatory_violations(run.kubernetes_objects(), stack_policies=False) == []
 
 
 # --- contract_from_outputs, without the Pulumi runtime -------------------------------------------

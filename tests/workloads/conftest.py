@@ -7,7 +7,7 @@ and the component that reads them come from the same classes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,37 @@ ROOT = Path(__file__).resolve().parents[2]
 for _path in (ROOT / "policies", ROOT / "policies" / "tests"):  # the pack, as its tests load it
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+
+def mandatory_violations(
+    resources: Iterable[CapturedResource], *, stack_policies: bool = True
+) -> list[str]:
+    """Every message of every policy mandatory in policies/config/prod.json over ``resources``
+    (``stack_policies=False``: per-resource policies only, for a program without the platform)."""
+    import policy_harness
+    from aiplatform_policies import REGISTRY
+    from aiplatform_policies.stackconfig import load, resolve
+
+    records = [
+        policy_harness.Resource(
+            type=r.type, name=r.name, inputs=r.inputs, protect=r.options["protect"]
+        )
+        for r in resources
+    ]
+    messages = []
+    for name, effective in resolve(load("prod")).items():
+        meta = REGISTRY[name]
+        if effective.level.value != "mandatory" or (meta.stack and not stack_policies):
+            continue
+        fixture = policy_harness.Fixture(
+            path=Path(f"{name}.yaml"),
+            policy=name,
+            allowed=True,
+            resources=records,
+            config=effective.properties,
+        )
+        messages += [f"{name}: {m}" for m in policy_harness.run(meta.policy, fixture)]
+    return messages
 
 
 def render(build: Callable[[], Any]) -> MockRun[Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.constants import KUEUE_QUEUE_LABEL, NODE_POOL_LABEL
-from tests.workloads.conftest import container, pod_spec
+from tests.workloads.conftest import container, mandatory_violations, pod_spec
 from tools.mockrun import MockRun, run_under_mocks
 from tools.schema_validation import ManifestValidator, default_crd_location
 
@@ -72,21 +72,4 @@ def test_example_manifests_validate(example):
 
 def test_example_passes_the_mandatory_resource_policies(example):
     """Per-resource prod policies; stack policies need the platform's own resources too."""
-    import policy_harness
-    from aiplatform_policies import REGISTRY
-    from aiplatform_policies.stackconfig import load, resolve
-
-    resources = [
-        policy_harness.Resource(r.type, r.name, r.inputs, r.options["protect"])
-        for r in example.kubernetes_objects()
-    ]
-    messages = []
-    for name, effective in resolve(load("prod")).items():
-        meta = REGISTRY[name]
-        if effective.level.value != "mandatory" or meta.stack:
-            continue
-        fixture = policy_harness.Fixture(
-            Path(name), name, True, resources, config=effective.properties
-        )
-        messages += policy_harness.run(meta.policy, fixture)
-    assert messages == []
+    assert mandatory_violations(example.kubernetes_objects(), stack_policies=False) == []

@@ -7,12 +7,12 @@ policy_harness.py): props travel through a protobuf Struct as on the analyzer wi
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.harness import run_stack
+from tests.workloads.conftest import mandatory_violations
 from tools.mockrun import CapturedResource, MockRun
 from tools.schema_validation import ManifestValidator, default_crd_location
 
@@ -41,30 +41,9 @@ def _workload_objects(run: MockRun[Any]) -> list[CapturedResource]:
 
 def _mandatory_violations(run: MockRun[Any]) -> list[str]:
     """Every message of every policy mandatory in policies/config/prod.json, on the whole stack."""
-    import policy_harness
-    from aiplatform_policies import REGISTRY
-    from aiplatform_policies.stackconfig import load, resolve
-
-    resources = [
-        policy_harness.Resource(
-            type=r.type, name=r.name, inputs=r.inputs, protect=r.options["protect"]
-        )
-        for r in run.resources
-        if r.custom and r.type.startswith("kubernetes:")
-    ]
-    messages = []
-    for name, effective in resolve(load("prod")).items():
-        if effective.level.value != "mandatory":
-            continue
-        fixture = policy_harness.Fixture(
-            path=Path(f"{name}.yaml"),
-            policy=name,
-            allowed=True,
-            resources=resources,
-            config=effective.properties,
-        )
-        messages += [f"{name}: {m}" for m in policy_harness.run(REGISTRY[name].policy, fixture)]
-    return messages
+    return mandatory_violations(
+        r for r in run.resources if r.custom and r.type.startswith("kubernetes:")
+    )
 
 
 def test_prod_workloads_pass_every_mandatory_policy(prod_run):
