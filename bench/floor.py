@@ -10,6 +10,8 @@ above this is the price of components, config and validation.
     python -m bench.floor --report build/prod/report.json     # the floor for that stack
     python -m bench.floor --configmaps 1000                     # bare ConfigMaps, for scale
     python -m bench.floor --program Pulumi.prod.yaml --stack prod   # our side, same harness
+    python -m bench.floor --report build/prod/report.json --with-components --with-dependencies
+                                                    # + our component tree and edges (breakdown)
 
 Prints one JSON line: ``{"seconds": ..., "cpuSeconds": ..., "resources": ...}``. Every mode runs
 in its own process after importing what ``tools.preview`` imports, and ``--program`` runs our
@@ -47,16 +49,18 @@ class FloorResource:
     urn: str = ""
     parent: str = ""
     component: bool = False
+    depends_on: tuple[str, ...] = ()
 
 
 def floor_resources(
-    records: Sequence[dict[str, Any]], *, components: bool = False
+    records: Sequence[dict[str, Any]], *, components: bool = False, dependencies: bool = False
 ) -> list[FloorResource]:
     """The Kubernetes resources (and the provider) of a report's records; components dropped.
 
-    ``components=True`` keeps the component resources too, as bare ``ComponentResource``s with
-    the same parents: the floor plus our resource tree, for the breakdown in
-    docs/performance.md (never part of a target).
+    For the breakdown in docs/performance.md, never part of a target: ``components=True`` keeps
+    the component resources too, with the same parents (the floor plus our resource tree);
+    ``dependencies=True`` keeps each resource's explicit dependencies on the resources kept
+    (the report lists them expanded to custom resources, as the SDK sent them).
     """
     kept = []
     for r in records:
@@ -73,6 +77,9 @@ def floor_resources(
                     urn=r.get("urn", ""),
                     parent=r.get("parent", "") if components else "",
                     component=bool(component),
+                    depends_on=tuple(r.get("options", {}).get("dependsOn", []))
+                    if dependencies
+                    else (),
                 )
             )
     return kept
@@ -113,6 +120,14 @@ def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
         import pulumi
         import pulumi_kubernetes as k8s
 
+        class Component(pulumi.ComponentResource):
+            """Like ours, a subclass without annotations of its own.
+
+            Why: the SDK types a component's engine outputs from its class's own annotations
+            at every registration; bare ``ComponentResource`` has one, ours have none
+            (docs/performance.md), and the breakdown must not charge ours for it.
+            """
+
         provider: pulumi.ProviderResource | None = None
         for resource in resources:
             if resource.type == PROVIDER_TYPE:
@@ -124,14 +139,18 @@ def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
             if resource.type == PROVIDER_TYPE:
                 continue
             parent = made.get(resource.parent)
+            after = [made[urn] for urn in resource.depends_on if urn in made] or None
             if resource.component:
-                component = pulumi.ComponentResource(
-                    resource.type, resource.name, None, pulumi.ResourceOptions(parent=parent)
+                component = Component(
+                    resource.type,
+                    resource.name,
+                    None,
+                    pulumi.ResourceOptions(parent=parent, depends_on=after),
                 )
                 component.register_outputs({})
                 made[resource.urn] = component
                 continue
-            opts = pulumi.ResourceOptions(provider=provider, parent=parent)
+            opts = pulumi.ResourceOptions(provider=provider, parent=parent, depends_on=after)
             cls = _typed_class(k8s, resource.type)
             inputs = resource.inputs
             if cls is None:
@@ -222,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--with-components", action="store_true", help="--report: keep the component tree too"
     )
+    parser.add_argument(
+        "--with-dependencies",
+        action="store_true",
+        help="--report: keep the explicit dependencies between the resources kept too",
+    )
     parser.add_argument("--stack", default="bench", help="stack name for --program")
     args = parser.parse_args(argv)
     # The same imports the preview has made before its program step starts.
@@ -231,7 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         timing = run_program(Path(args.program), args.stack)
     elif args.report:
         report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-        timing = run_floor(floor_resources(report["resources"], components=args.with_components))
+        kept = floor_resources(
+            report["resources"],
+            components=args.with_components,
+            dependencies=args.with_dependencies,
+        )
+        timing = run_floor(kept)
     else:
         timing = run_floor(configmap_resources(args.configmaps))
     print(timing.to_json())

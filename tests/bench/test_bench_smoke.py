@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from bench.floor import PROVIDER_TYPE, floor_resources
+from bench.floor import PROVIDER_TYPE, floor_resources, run_floor_program
 from bench.measure import COMPILED_SOURCES, PROJECT_ROOT, BenchError, compile_sources
 from bench.policy_load import repeat_records
 from bench.synthetic import synthetic_config, team_count, write_stack_file
@@ -77,6 +77,61 @@ def test_repeated_records_are_distinct_and_self_consistent() -> None:
 def test_floor_keeps_kubernetes_objects_and_the_provider() -> None:
     kept = floor_resources(_records())
     assert [r.type for r in kept] == [PROVIDER_TYPE, "kubernetes:core/v1:Namespace"]
+
+
+def _tree_records() -> list[dict]:
+    """A component with two children, one after the other, and an edge to a resource dropped."""
+    head = "urn:pulumi:prod::ai-platform::"
+    team = f"{head}aiplatform:tenancy:TeamNamespace::team"
+    inside = f"{head}aiplatform:tenancy:TeamNamespace$kubernetes:core/v1"
+    password = f"{head}random:index/randomPassword:RandomPassword::pw"
+
+    def child(kind: str, name: str, after: list[str]) -> dict:
+        return {
+            "urn": f"{inside}:{kind}::{name}",
+            "type": f"kubernetes:core/v1:{kind}",
+            "name": name,
+            "custom": True,
+            "parent": team,
+            "inputs": {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}},
+            "options": {"dependsOn": after},
+        }
+
+    return [
+        {"urn": team, "type": "aiplatform:tenancy:TeamNamespace", "name": "team"},
+        {
+            "urn": password,
+            "type": "random:index/randomPassword:RandomPassword",
+            "name": "pw",
+            "custom": True,
+        },
+        child("Namespace", "ns", []),
+        child("ConfigMap", "cm", [f"{inside}:Namespace::ns", password]),
+    ]
+
+
+def _shape(resources: list) -> dict[str, tuple[str, list[str]]]:
+    """Name -> (parent's name, names depended on), from what the mock runtime captured."""
+
+    def name(urn: str) -> str:
+        return urn.rpartition("::")[2]
+
+    return {
+        r.name: (name(r.parent), sorted(name(u) for u in r.options["dependsOn"])) for r in resources
+    }
+
+
+def test_floor_replays_the_tree_and_edges_only_when_asked() -> None:
+    """The breakdown's replay registers the same parents and edges as the report (by name)."""
+    stack = "ai-platform-floor"
+    bare = _shape(run_floor_program(floor_resources(_tree_records()), "floor"))
+    assert bare == {"ns": (stack, []), "cm": (stack, [])}
+    tree = floor_resources(_tree_records(), components=True, dependencies=True)
+    assert _shape(run_floor_program(tree, "floor")) == {
+        "team": (stack, []),
+        "ns": ("team", []),
+        "cm": ("team", ["ns"]),
+    }
 
 
 def test_makefile_compiles_what_the_bench_compiles() -> None:
