@@ -12,6 +12,7 @@ to collections that rescanned the growing heap (docs/performance.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
 from collections.abc import Callable, Mapping
@@ -107,9 +108,31 @@ class CapturingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.captured: list[CapturedResource] = []
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
+        """The event loops the SDK's monitor made on executor threads (it never closes them)."""
+
+    def _remember_thread_loop(self) -> None:
+        # Nothing to remember when the call made no loop (the stack's own registration).
+        with contextlib.suppress(RuntimeError):
+            self.thread_loops.add(asyncio.get_event_loop_policy().get_event_loop())
+
+    def Invoke(self, request: Any) -> Any:  # noqa: N802
+        try:
+            return super().Invoke(request)
+        finally:
+            self._remember_thread_loop()
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802
+        try:
+            return super().ReadResource(request)
+        finally:
+            self._remember_thread_loop()
 
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:  # noqa: N802
-        response = super().RegisterResource(request)
+        try:
+            response = super().RegisterResource(request)
+        finally:
+            self._remember_thread_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
         secret_paths: list[str] = []
@@ -269,8 +292,12 @@ def _run(
         return MockRun(resources=list(monitor.captured), value=box[0])
     finally:
         pulumi.runtime.settings.reset_options()
-        # The mock monitor runs in the loop's executor threads, each with its own event loop:
-        # join them now so those loops are collected here, not noisily at interpreter exit.
+        # The mock monitor runs in the loop's executor threads, each with an event loop of its
+        # own: join the threads, then close their loops here. Left open, a loop is closed by the
+        # collector whenever it finds it, and if its self-pipe socket was finalized first, that
+        # close fails inside ``__del__`` ("exception ignored", in whatever runs at that moment).
         loop.run_until_complete(loop.shutdown_default_executor())
+        for thread_loop in monitor.thread_loops - {loop}:
+            thread_loop.close()
         asyncio.set_event_loop(None)
         loop.close()
