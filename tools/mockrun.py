@@ -12,10 +12,10 @@ to collections that rescanned the growing heap (docs/performance.md).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -108,31 +108,9 @@ class CapturingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.captured: list[CapturedResource] = []
-        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
-        """The event loops the SDK's monitor made on executor threads (it never closes them)."""
-
-    def _remember_thread_loop(self) -> None:
-        # Nothing to remember when the call made no loop (the stack's own registration).
-        with contextlib.suppress(RuntimeError):
-            self.thread_loops.add(asyncio.get_event_loop_policy().get_event_loop())
-
-    def Invoke(self, request: Any) -> Any:  # noqa: N802
-        try:
-            return super().Invoke(request)
-        finally:
-            self._remember_thread_loop()
-
-    def ReadResource(self, request: Any) -> Any:  # noqa: N802
-        try:
-            return super().ReadResource(request)
-        finally:
-            self._remember_thread_loop()
 
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:  # noqa: N802
-        try:
-            response = super().RegisterResource(request)
-        finally:
-            self._remember_thread_loop()
+        response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
         secret_paths: list[str] = []
@@ -265,6 +243,19 @@ def run_under_mocks(
         gc.unfreeze()
 
 
+def _give_thread_a_loop(made: list[asyncio.AbstractEventLoop]) -> None:
+    """An executor thread's event loop, remembered so the run can close it.
+
+    Why: the SDK's mock monitor makes one on a thread's first call and never closes it. Left
+    open, a loop is closed by the collector whenever it finds it, and if its self-pipe socket
+    was finalized first, that close fails inside ``__del__`` ("exception ignored", printed in
+    whatever runs at that moment).
+    """
+    thread_loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(thread_loop)
+    made.append(thread_loop)
+
+
 def _run(
     program: Callable[[], T],
     stack: str,
@@ -275,6 +266,14 @@ def _run(
 ) -> MockRun[T]:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    # The mock monitor answers on the loop's executor threads, and each of those needs an event
+    # loop of its own: made here, so that they can be closed with the run (below).
+    thread_loops: list[asyncio.AbstractEventLoop] = []
+    loop.set_default_executor(
+        ThreadPoolExecutor(
+            thread_name_prefix="asyncio", initializer=_give_thread_a_loop, initargs=(thread_loops,)
+        )
+    )
     monitor = CapturingMonitor(mocks)
     try:
         pulumi.runtime.set_mocks(
@@ -292,12 +291,8 @@ def _run(
         return MockRun(resources=list(monitor.captured), value=box[0])
     finally:
         pulumi.runtime.settings.reset_options()
-        # The mock monitor runs in the loop's executor threads, each with an event loop of its
-        # own: join the threads, then close their loops here. Left open, a loop is closed by the
-        # collector whenever it finds it, and if its self-pipe socket was finalized first, that
-        # close fails inside ``__del__`` ("exception ignored", in whatever runs at that moment).
         loop.run_until_complete(loop.shutdown_default_executor())
-        for thread_loop in monitor.thread_loops - {loop}:
+        for thread_loop in thread_loops:
             thread_loop.close()
         asyncio.set_event_loop(None)
         loop.close()
