@@ -32,9 +32,7 @@ class DataVolume(pulumi.ComponentResource):
     """A PVC. Skips the provider's wait for ``Bound``: with ``WaitForFirstConsumer`` a claim stays
     ``Pending`` until a pod mounts it, and ``pulumi up`` would otherwise hang."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         claim_name: str
 
     def __init__(

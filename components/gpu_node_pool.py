@@ -386,9 +386,7 @@ def nodepool_spec(args: GpuNodePoolArgs, backend: KarpenterBackend) -> dict[str,
 class GpuNodePool(pulumi.ComponentResource):
     """GPU nodes of one product and sharing mode, and the contract to schedule onto them."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         contract: SchedulingContract
         device_plugin_config: dict[str, Any]
         max_units: int

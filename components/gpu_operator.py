@@ -132,9 +132,7 @@ def chart_values(args: GpuOperatorArgs) -> dict[str, Any]:
 class GpuOperator(pulumi.ComponentResource):
     """The NVIDIA GPU stack: namespace, device plugin configs and the operator's Helm release."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         namespace_name: str
         release_name: str
 

@@ -168,9 +168,7 @@ def flavor_manifest(spec: FlavorSpec) -> dict[str, Any]:
 class Kueue(pulumi.ComponentResource):
     """The Kueue controller, the GPU flavours and the workload priority classes."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         namespace_name: str
         flavor_names: list[str]
 
@@ -341,9 +339,7 @@ def cluster_queue_spec(args: TeamQueueArgs) -> dict[str, Any]:
 class TeamQueue(pulumi.ComponentResource):
     """A team's ClusterQueue in the shared cohort and the LocalQueue its jobs name."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         cluster_queue_name: str
         local_queue_name: str
         local_queue: k8s.apiextensions.CustomResource

@@ -31,9 +31,7 @@ class PriorityClassesArgs:
 class PriorityClasses(pulumi.ComponentResource):
     """Cluster-wide PriorityClasses; outputs their names and the default one."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         names: list[str]
         default_name: str | None
 

@@ -118,9 +118,7 @@ class TeamNamespaceArgs:
 class TeamNamespace(pulumi.ComponentResource):
     """A namespace with quota, defaults, RBAC, a workload identity and default-deny networking."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         namespace: pulumi.Output[str]
         service_account_name: str
         env_config_map_name: str

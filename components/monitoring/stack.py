@@ -218,9 +218,7 @@ def _secret_credentials(receivers: Sequence[AlertReceiver]) -> list[pulumi.Outpu
 class MonitoringStack(pulumi.ComponentResource):
     """Prometheus, Alertmanager, Grafana, Loki and Fluent Bit, wired for the platform."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         monitoring_namespace: str
         logging_namespace: str
         grafana_url: str

@@ -510,9 +510,7 @@ def statefulset_spec(args: InferenceServiceArgs, dependency: StatefulDependency)
 class InferenceService(pulumi.ComponentResource):
     """Deployment, Service, HPA, PDB, NetworkPolicy, ServiceMonitor and stateful dependencies."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         deployment_name: str
         service_name: str
         dependency_services: dict[str, str]

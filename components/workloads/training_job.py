@@ -498,9 +498,7 @@ def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
 class TrainingJob(pulumi.ComponentResource):
     """An Indexed Job with preflight, failure policy, torchrun wiring, data and isolation."""
 
-    if TYPE_CHECKING:
-        # For type checkers only: the SDK evaluates a resource class's annotations at
-        # every registration, and these are plain attributes (docs/performance.md).
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
         job_name: str
         service_name: str | None
         master_addr: str
