@@ -265,7 +265,13 @@ def _team_queue_args(
 
 @dataclass(frozen=True)
 class Tenant:
-    """What a team's workloads need from the team: its config, namespace, queue and volumes."""
+    """What a team's workloads need from the team: its config, namespace, queue and volumes.
+
+    Workloads take the namespace by name (``config.namespace_name``), not as the TeamNamespace's
+    Output: ``deploy_workload`` already orders each workload after the whole team namespace, and
+    an Output would cost every child resource a property dependency and its cycle check in the
+    SDK (docs/performance.md).
+    """
 
     config: TeamConfig
     namespace: TeamNamespace
@@ -312,10 +318,7 @@ def training_job_args(
     preflight = settings.preflight
     return TrainingJobArgs(
         team=workload.team,
-        # The name, not the namespace's Output: deploy_workload already orders the workload after
-        # the whole team namespace, and an Output here costs every child resource a property
-        # dependency and its cycle check in the SDK (docs/performance.md).
-        namespace=owner.config.namespace_name,
+        namespace=owner.config.namespace_name,  # the name: see Tenant
         name=workload.name,
         image=workload.image,
         resources=_compute(workload.resources),
@@ -366,10 +369,7 @@ def inference_service_args(
     metric = settings.custom_metric
     return InferenceServiceArgs(
         team=workload.team,
-        # The name, not the namespace's Output: deploy_workload already orders the workload after
-        # the whole team namespace, and an Output here costs every child resource a property
-        # dependency and its cycle check in the SDK (docs/performance.md).
-        namespace=owner.config.namespace_name,
+        namespace=owner.config.namespace_name,  # the name: see Tenant
         name=workload.name,
         image=workload.image,
         resources=_compute(workload.resources),
