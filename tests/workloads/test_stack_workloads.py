@@ -62,6 +62,13 @@ def _team_objects(run, team: str) -> set[str]:
     return {r.urn for r in run.kubernetes_objects() if r.parent == namespace_component}
 
 
+def _owner(run, component) -> str:
+    """The workload's team: the namespace its objects are in (named after the team here)."""
+    return next(
+        r.metadata["namespace"] for r in run.kubernetes_objects() if r.parent == component.urn
+    )
+
+
 def test_workloads_wait_for_the_whole_team_queue_and_mounted_volumes(prod_run):
     """One edge to the LocalQueue stands for the team: its TeamQueue waits for the namespace."""
     components = _components(prod_run)
@@ -80,8 +87,9 @@ def test_workloads_wait_for_the_whole_team_queue_and_mounted_volumes(prod_run):
         "ConfigMap",
     }
     for component in components.values():
-        owner = "research" if component.name.startswith("research-") else "search-serving"
-        assert _team_objects(prod_run, owner) <= _registered_after(prod_run, component.urn)
+        assert _team_objects(prod_run, _owner(prod_run, component)) <= _registered_after(
+            prod_run, component.urn
+        )
     assert checkpoints not in _registered_after(prod_run, finetune.urn)  # a claim of its own
     evaluation = set(components["research-llama-eval"].options["dependsOn"])
     assert {datasets, checkpoints} <= evaluation
@@ -93,8 +101,7 @@ def test_without_a_queue_workloads_wait_for_the_team_namespace(dev_config):
     dev_config["queueing"] = {"enabled": False}
     run = run_stack(dev_config)
     for component in _components(run).values():
-        owner = "research" if component.name.startswith("research-") else "search-serving"
-        assert _team_objects(run, owner) <= set(component.options["dependsOn"])
+        assert _team_objects(run, _owner(run, component)) <= set(component.options["dependsOn"])
 
 
 def test_gpu_work_is_queued_and_cpu_work_is_not(prod_run):
