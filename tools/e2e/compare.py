@@ -1,0 +1,148 @@
+"""Does the offline preview tell the truth? Its resources against the real CLI's preview.
+
+    python -m tools.e2e compare build/e2e/dev/preview.json build/e2e/dev/offline/dev/report.json
+
+Resources are matched by URN; type, parent and inputs must be equal. The real preview cannot know
+values that exist only after creation (a generated password, say): those are unknown there and
+are listed apart, never silently counted as equal. Every other difference is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+"""How the engine spells an unknown value in ``pulumi preview --json``."""
+SECRET = "[secret]"
+ENGINE_INPUTS = {"pulumi:providers:kubernetes": {"version"}}
+"""Inputs the engine adds to a resource that the program never sent (the plugin version a
+provider resource was registered with): compared apart from the program's."""
+
+
+@dataclass
+class Comparison:
+    """Every way the two previews differ; empty lists mean they agree."""
+
+    only_real: list[str] = field(default_factory=list)
+    only_offline: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+    unknown_in_real: list[str] = field(default_factory=list)
+    compared: int = 0
+
+    @property
+    def agree(self) -> bool:
+        return not (self.only_real or self.only_offline or self.differences)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.compared} resources compared"]
+        out += [f"only in the real preview: {urn}" for urn in self.only_real]
+        out += [f"only in the offline preview: {urn}" for urn in self.only_offline]
+        out += self.differences
+        if self.unknown_in_real:
+            out.append(
+                f"{len(self.unknown_in_real)} values unknown to the real preview until creation:"
+            )
+            out += [f"  {entry}" for entry in self.unknown_in_real]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agree": self.agree,
+            "compared": self.compared,
+            "onlyReal": self.only_real,
+            "onlyOffline": self.only_offline,
+            "differences": self.differences,
+            "unknownInReal": self.unknown_in_real,
+        }
+
+
+def _diff(real: Any, offline: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(kind, text)`` for each leaf that differs; kind is ``unknown`` or ``diff``."""
+    if real == UNKNOWN:
+        yield "unknown", path or "(whole value)"
+        return
+    if isinstance(real, dict) and isinstance(offline, dict):
+        for key in sorted(set(real) | set(offline)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in real:
+                yield "diff", f"{sub}: offline {_short(offline[key])}, absent in real"
+            elif key not in offline:
+                yield "diff", f"{sub}: real {_short(real[key])}, absent offline"
+            else:
+                yield from _diff(real[key], offline[key], sub)
+        return
+    if isinstance(real, list) and isinstance(offline, list) and len(real) == len(offline):
+        for index, (a, b) in enumerate(zip(real, offline, strict=True)):
+            yield from _diff(a, b, f"{path}[{index}]")
+        return
+    if real != offline and not _same_number(real, offline):
+        yield "diff", f"{path}: real {_short(real)}, offline {_short(offline)}"
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    return (
+        isinstance(a, numbers)
+        and isinstance(b, numbers)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+        and float(a) == float(b)
+    )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def real_resources(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """URN -> new state of every step of ``pulumi preview --json`` (the stack itself excluded)."""
+    out = {}
+    for step in preview.get("steps", []):
+        state = step.get("newState") or {}
+        if state.get("type") == "pulumi:pulumi:Stack":
+            continue
+        out[step["urn"]] = state
+    return out
+
+
+def compare(preview: dict[str, Any], report: dict[str, Any]) -> Comparison:
+    real = real_resources(preview)
+    offline = {r["urn"]: r for r in report["resources"]}
+    result = Comparison(
+        only_real=sorted(set(real) - set(offline)), only_offline=sorted(set(offline) - set(real))
+    )
+    for urn in sorted(set(real) & set(offline)):
+        result.compared += 1
+        mine, theirs = offline[urn], real[urn]
+        if mine["type"] != theirs.get("type"):
+            result.differences.append(
+                f"{urn}: type real {theirs.get('type')}, offline {mine['type']}"
+            )
+        if (mine.get("parent") or "") != (theirs.get("parent") or ""):
+            result.differences.append(
+                f"{urn}: parent real {theirs.get('parent')}, offline {mine.get('parent')}"
+            )
+        engine_added = ENGINE_INPUTS.get(mine["type"], set())
+        real_inputs = {
+            k: v for k, v in (theirs.get("inputs") or {}).items() if k not in engine_added
+        }
+        for kind, text in _diff(real_inputs, mine.get("inputs") or {}, ""):
+            target = result.unknown_in_real if kind == "unknown" else result.differences
+            target.append(f"{urn}: {text}")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.e2e compare", description=__doc__)
+    parser.add_argument("preview", type=Path, help="output of pulumi preview --json")
+    parser.add_argument("report", type=Path, help="the offline preview's report.json")
+    args = parser.parse_args(argv)
+    result = compare(json.loads(args.preview.read_text()), json.loads(args.report.read_text()))
+    print("\n".join(result.lines()))
+    return 0 if result.agree else 1

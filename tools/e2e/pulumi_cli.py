@@ -1,0 +1,125 @@
+"""The real Pulumi CLI, run the way CI runs it: a file backend, a passphrase, no traffic out.
+
+Every call has a bounded timeout, its output goes to a log file per call, and a failure raises
+with the command, the exit code and the tail of what it printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .build import PROJECT_ROOT
+
+PASSPHRASE = "ai-platform-e2e"
+"""The e2e stacks' secrets provider passphrase: the stacks hold only test values."""
+DEFAULT_TIMEOUT_S = 900.0
+ORGANIZATION = "organization"
+"""A file backend's organization: what a fully-qualified StackReference names."""
+
+
+class CliError(RuntimeError):
+    def __init__(self, args: Sequence[str], code: int | None, output: str, log: Path) -> None:
+        tail = "\n".join(output.strip().splitlines()[-40:])
+        verdict = "timed out" if code is None else f"exited {code}"
+        super().__init__(f"pulumi {' '.join(args)} {verdict} (log: {log})\n{tail}")
+        self.code = code
+        self.output = output
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@dataclass
+class PulumiCli:
+    """One e2e run's CLI: its own PULUMI_HOME, backend and logs under ``work_dir``."""
+
+    bin_dir: Path
+    work_dir: Path
+    kubeconfig: Path | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    _calls: int = 0
+
+    @property
+    def backend(self) -> Path:
+        return self.work_dir / "state"
+
+    def env(self) -> dict[str, str]:
+        venv_bin = PROJECT_ROOT / ".venv" / "bin"
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            # the ambient Pulumi settings of whoever runs this must not leak in
+            if not key.startswith("PULUMI_") and key != "KUBECONFIG"
+        }
+        env.update(
+            PATH=os.pathsep.join([str(self.bin_dir), str(venv_bin), env.get("PATH", "")]),
+            PULUMI_HOME=str(self.work_dir / "pulumi-home"),
+            PULUMI_BACKEND_URL=self.backend.as_uri(),
+            PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
+            PULUMI_SKIP_UPDATE_CHECK="true",
+            PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
+            PULUMI_DISABLE_REGISTRY_RESOLVE="true",
+            PULUMI_SKIP_CONFIRMATIONS="true",
+            PULUMI_PYTHON_CMD=str(venv_bin / "python"),
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        if self.kubeconfig is not None:
+            env["KUBECONFIG"] = str(self.kubeconfig)
+        env.update(self.extra_env)
+        return env
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        check: bool = True,
+        stdin: str | None = None,
+    ) -> Result:
+        self.backend.mkdir(parents=True, exist_ok=True)
+        self._calls += 1
+        log = self.work_dir / "logs" / f"{self._calls:02d}-pulumi-{args[0]}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = ["pulumi", *args, "--non-interactive"]
+        try:
+            done = subprocess.run(
+                command,
+                cwd=cwd,
+                env=self.env(),
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            output = _text(exc.stdout) + _text(exc.stderr)
+            log.write_text(f"$ {' '.join(command)}  (in {cwd})\n{output}\n[timed out]\n")
+            raise CliError(args, None, output, log) from None
+        log.write_text(
+            f"$ {' '.join(command)}  (in {cwd})\n[exit {done.returncode}]\n"
+            f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
+        )
+        if check and done.returncode != 0:
+            raise CliError(args, done.returncode, done.stdout + done.stderr, log)
+        return Result(done.returncode, done.stdout, done.stderr)
+
+
+def _text(value: str | bytes | None) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
