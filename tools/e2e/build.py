@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -327,12 +328,42 @@ def link(dirs: Sequence[Path], bin_dir: Path = BIN_LINKS) -> Path:
     return bin_dir
 
 
+def write_language_host(bin_dir: Path = BIN_LINKS) -> Path:
+    """``pulumi-language-python`` in the bin folder: a shell wrapper that execs our Python host
+    (tools/e2e/langhost) with the project venv, since the upstream Go host's module is not served.
+    The CLI finds language hosts on PATH; the project root goes on PYTHONPATH so ``-m`` finds the
+    package (the host takes it off again for the programs it runs), ``-P`` keeps the caller's
+    working directory off sys.path. Nothing is built: the wrapper is rewritten on every call."""
+    python = PROJECT_ROOT / ".venv" / "bin" / "python"
+    root = shlex.quote(str(PROJECT_ROOT))
+    script = f"""#!/bin/sh
+# Written by tools/e2e/build.py: the Python language host of the Pulumi CLI is tools/e2e/langhost.
+python={shlex.quote(str(python))}
+if [ ! -x "$python" ]; then
+  echo "pulumi-language-python: $python is missing; create the project venv first (make)" >&2
+  exit 1
+fi
+PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}}
+export PYTHONPATH
+exec "$python" -P -m tools.e2e.langhost "$@"
+"""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = bin_dir / "pulumi-language-python"
+    if wrapper.is_symlink():
+        wrapper.unlink()
+    wrapper.write_text(script)
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 def build_all(names: Sequence[str] = (), log: Callable[[str], None] = print) -> Path:
     unknown = sorted(set(names) - set(TOOLS))
     if unknown:
         raise BuildError(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(TOOLS)}")
     selected = [TOOLS[name] for name in names] if names else list(TOOLS.values())
-    return link([build(tool, log) for tool in selected])
+    bin_dir = link([build(tool, log) for tool in selected])
+    write_language_host(bin_dir)
+    return bin_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:
