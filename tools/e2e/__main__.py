@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from . import build
+from . import build, cluster
 
 
 def main(argv: list[str]) -> int:
-    commands = {"build": build.main}
+    commands = {"build": build.main, "cluster": cluster.main}
     if not argv or argv[0] not in commands:
         print(f"usage: python -m tools.e2e {{{'|'.join(commands)}}} ...", file=sys.stderr)
         return 2
