@@ -141,9 +141,11 @@ MIG_CONFIG_PREFIX: Final = "all-"
 """``nvidia.com/mig.config`` values in the operator's default mig-parted config: ``all-<p>``."""
 
 # --- Kueue install, queues and flavours -----------------------------------------------------------
-KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
-KUEUE_CHART_VERSION: Final = "0.19.5"
-"""Pinned once; promoted to registry.k8s.io by kubernetes/k8s.io#9955. Serves kueue v1beta2."""
+KUEUE_CHART: Final = "kueue"
+KUEUE_CHART_REPO: Final = "oci://registry.k8s.io/kueue/charts"
+KUEUE_CHART_VERSION: Final = "0.19.2"
+"""Pinned once; the newest release the chart mirror holds (the version the e2e installs).
+Serves kueue v1beta2."""
 KUEUE_RELEASE: Final = "kueue"
 TEAM_LOCAL_QUEUE_NAME: Final = "gpu-queue"
 """The LocalQueue in every queued team namespace. Not ``default``: Kueue's LocalQueue defaulting

@@ -19,12 +19,18 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .charts import (
+    GPU_OPERATOR,
+    PUBLIC_REPOSITORIES,
+    Chart,
+    ChartImage,
+    ChartSource,
+    chart_image_values,
+    merge_values,
+)
 from .constants import (
     DEVICE_PLUGIN_CONFIGMAP,
     DEVICE_PLUGIN_DEFAULT_CONFIG,
-    GPU_OPERATOR_CHART,
-    GPU_OPERATOR_CHART_REPO,
-    GPU_OPERATOR_CHART_VERSION,
     GPU_OPERATOR_NAMESPACE,
     GPU_OPERATOR_RELEASE,
     GPU_TAINT_EFFECT,
@@ -54,6 +60,45 @@ _CONTROL_PLANE_TOLERATIONS: tuple[dict[str, str], ...] = (
 )
 """The chart's own NFD worker tolerations, kept when we add the pools' taints."""
 
+_NVIDIA = "nvcr.io/nvidia"
+_CLOUD_NATIVE = f"{_NVIDIA}/cloud-native"
+_K8S = f"{_NVIDIA}/k8s"
+CHART_IMAGES: tuple[ChartImage, ...] = (
+    *(
+        ChartImage(path, f"{repository}/{image}", "prefix")
+        for path, repository, image in (
+            (("validator",), _NVIDIA, "gpu-operator"),
+            (("operator",), _NVIDIA, "gpu-operator"),
+            (("operator", "initContainer"), _NVIDIA, "cuda"),
+            (("driver",), _NVIDIA, "driver"),
+            (("driver", "manager"), _CLOUD_NATIVE, "k8s-driver-manager"),
+            (("toolkit",), _K8S, "container-toolkit"),
+            (("devicePlugin",), _NVIDIA, "k8s-device-plugin"),
+            (("dcgm",), _CLOUD_NATIVE, "dcgm"),
+            (("dcgmExporter",), _K8S, "dcgm-exporter"),
+            (("gfd",), _NVIDIA, "k8s-device-plugin"),
+            (("migManager",), _CLOUD_NATIVE, "k8s-mig-manager"),
+            (("nodeStatusExporter",), _NVIDIA, "gpu-operator"),
+            (("gds",), _CLOUD_NATIVE, "nvidia-fs"),
+            (("gdrcopy",), _CLOUD_NATIVE, "gdrdrv"),
+            (("vgpuManager", "driverManager"), _CLOUD_NATIVE, "k8s-driver-manager"),
+            (("vgpuDeviceManager",), _CLOUD_NATIVE, "vgpu-device-manager"),
+            (("vfioManager",), _NVIDIA, "cuda"),
+            (("vfioManager", "driverManager"), _CLOUD_NATIVE, "k8s-driver-manager"),
+            (("kataManager",), _CLOUD_NATIVE, "k8s-kata-manager"),
+            (("sandboxDevicePlugin",), _NVIDIA, "kubevirt-gpu-device-plugin"),
+            (("ccManager",), _CLOUD_NATIVE, "k8s-cc-manager"),
+        )
+    ),
+    ChartImage(
+        ("node-feature-discovery", "image"),
+        "registry.k8s.io/nfd/node-feature-discovery",
+        "repository",
+    ),
+)
+"""Every image the GPU operator chart (and its NFD subchart) can deploy, for a registry mirror.
+Not the vGPU manager: the chart has no default for it (each site builds its own driver image)."""
+
 
 @dataclass(frozen=True)
 class GpuOperatorArgs:
@@ -79,7 +124,12 @@ class GpuOperatorArgs:
     """Cluster-wide MIG strategy of the operator (``single`` or ``mixed``)."""
     mig_manager: bool = False
     """Run the MIG manager, which partitions GPUs per ``nvidia.com/mig.config``."""
-    chart_version: str = GPU_OPERATOR_CHART_VERSION
+    chart: Chart = GPU_OPERATOR
+    chart_source: ChartSource = PUBLIC_REPOSITORIES
+    """The public repository, or a mirror directory."""
+    registry_mirror: str | None = None
+    """Pull the operator's and its operands' images through this mirror (``components.images``);
+    None: as pinned."""
     namespace: str = GPU_OPERATOR_NAMESPACE
     timeout_seconds: int = 600
     """Helm waits this long for the operator; driver builds happen later, in its daemonsets."""
@@ -103,7 +153,7 @@ def chart_values(args: GpuOperatorArgs) -> dict[str, Any]:
             *args.node_tolerations,
         ]
     )
-    return {
+    values = {
         "driver": {"enabled": args.driver},
         "toolkit": {"enabled": args.toolkit},
         "nfd": {"enabled": args.node_feature_discovery},
@@ -127,6 +177,7 @@ def chart_values(args: GpuOperatorArgs) -> dict[str, Any]:
             "worker": {"tolerations": _dedupe([*_CONTROL_PLANE_TOLERATIONS, *tolerations])}
         },
     }
+    return merge_values(values, chart_image_values(CHART_IMAGES, args.registry_mirror))
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -171,9 +222,7 @@ class GpuOperator(pulumi.ComponentResource):
         k8s.helm.v3.Release(
             f"{name}-release",
             name=GPU_OPERATOR_RELEASE,
-            chart=GPU_OPERATOR_CHART,
-            version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_CHART_REPO),
+            **args.chart_source.release_args(args.chart),
             namespace=args.namespace,
             create_namespace=False,
             values=chart_values(args),

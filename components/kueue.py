@@ -20,13 +20,20 @@ import pulumi_kubernetes as k8s
 import yaml
 from pulumi_kubernetes import _utilities as k8s_utilities
 
+from .charts import (
+    KUEUE,
+    PUBLIC_REPOSITORIES,
+    Chart,
+    ChartImage,
+    ChartSource,
+    chart_image_values,
+    merge_values,
+)
 from .constants import (
     CLUSTER_QUEUE_PREFIX,
     GPU_CAPACITY_ANNOTATION,
     GPU_RESOURCE_ANNOTATION,
     KUEUE_API_VERSION,
-    KUEUE_CHART,
-    KUEUE_CHART_VERSION,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
     NAMESPACE_NAME_LABEL,
@@ -57,7 +64,21 @@ KUEUE_FRAMEWORKS: tuple[str, ...] = (
     "statefulset",
     "leaderworkerset.x-k8s.io/leaderworkerset",
 )
-"""Job kinds Kueue manages when they carry a queue name (the chart's default list)."""
+"""Job kinds Kueue manages when they carry a queue name; each one the pinned chart's webhooks
+and RBAC cover."""
+
+CHART_IMAGES: tuple[ChartImage, ...] = (
+    ChartImage(
+        ("controllerManager", "manager", "image"), "registry.k8s.io/kueue/kueue", "repository"
+    ),
+    ChartImage(
+        ("kueueViz", "backend", "image"), "registry.k8s.io/kueue/kueueviz-backend", "repository"
+    ),
+    ChartImage(
+        ("kueueViz", "frontend", "image"), "registry.k8s.io/kueue/kueueviz-frontend", "repository"
+    ),
+)
+"""Every image the Kueue chart can deploy (its values.yaml), for a registry mirror."""
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -137,11 +158,28 @@ class KueueArgs:
     """Preemption-based fair sharing between the cohort's ClusterQueues (by weight)."""
     service_monitor: bool = False
     """Let the chart create Kueue's ServiceMonitor (needs the Prometheus operator CRDs)."""
-    chart_version: str = KUEUE_CHART_VERSION
+    chart: Chart = KUEUE
+    chart_source: ChartSource = PUBLIC_REPOSITORIES
+    """The public repository, or a mirror directory."""
+    registry_mirror: str | None = None
+    """Pull the chart's images through this mirror (``components.images``); None: as pinned."""
     namespace: str = KUEUE_NAMESPACE
     timeout_seconds: int = 300
     retain_on_delete: bool = False
     """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
+
+
+def chart_values(args: KueueArgs) -> dict[str, Any]:
+    """Helm values of the Kueue chart (keys as in its values.yaml)."""
+    values = {
+        "enablePrometheus": args.service_monitor,
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(
+                manager_config(args.fair_sharing), sort_keys=False
+            )
+        },
+    }
+    return merge_values(values, chart_image_values(CHART_IMAGES, args.registry_mirror))
 
 
 def flavor_manifest(spec: FlavorSpec) -> dict[str, Any]:
@@ -193,18 +231,10 @@ class Kueue(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             name=KUEUE_RELEASE,
-            chart=KUEUE_CHART,
-            version=args.chart_version,
+            **args.chart_source.release_args(args.chart),
             namespace=args.namespace,
             create_namespace=False,
-            values={
-                "enablePrometheus": args.service_monitor,
-                "managerConfig": {
-                    "controllerManagerConfigYaml": yaml.safe_dump(
-                        manager_config(args.fair_sharing), sort_keys=False
-                    )
-                },
-            },
+            values=chart_values(args),
             # Kueue's webhooks validate every queue object below: wait until they serve.
             skip_await=False,
             atomic=True,

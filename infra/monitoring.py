@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pulumi
 
+from components.charts import PUBLIC_REPOSITORIES, ChartSource
 from components.monitoring.spec import (
     AlertmanagerSpec,
     AlertReceiver,
@@ -60,6 +61,8 @@ def monitoring_stack_args(
     gpu_stack_enabled: bool = True,
     queueing_enabled: bool = True,
     dcgm_namespace_ready: Sequence[pulumi.Resource] = (),
+    chart_source: ChartSource = PUBLIC_REPOSITORIES,
+    registry_mirror: str | None = None,
 ) -> MonitoringStackArgs:
     """The component's args.
 
@@ -139,4 +142,6 @@ def monitoring_stack_args(
         ),
         runbook_base_url=config.runbook_base_url,
         retain_on_delete=retain_on_delete,
+        chart_source=chart_source,
+        registry_mirror=registry_mirror,
     )

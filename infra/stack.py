@@ -25,6 +25,7 @@ from components.gpu_node_pool import (
     StaticBackend,
 )
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.images import mirrored
 from components.kueue import (
     FlavorQuota,
     FlavorSpec,
@@ -219,6 +220,8 @@ def _gpu_operator_args(config: PlatformConfig, pools: list[GpuNodePool]) -> GpuO
         node_feature_discovery=stack.node_feature_discovery,
         mig_strategy=mig_pools[0].sharing.mig_strategy if mig_pools else "single",
         mig_manager=bool(mig_pools),
+        chart_source=config.charts.chart_source,
+        registry_mirror=config.images.registry_mirror,
         retain_on_delete=config.cluster.protects_data,
     )
 
@@ -292,6 +295,11 @@ def _egress(egress: EgressConfig) -> EgressAllowance:
     return EgressAllowance(cidrs=tuple(egress.cidrs), ports=tuple(egress.ports))
 
 
+def _image(reference: str, config: PlatformConfig) -> str:
+    """A workload's image as the cluster pulls it: through the stack's mirror, if it has one."""
+    return mirrored(reference, config.images.registry_mirror)
+
+
 def _priority_class(workload: WorkloadConfig, config: PlatformConfig) -> str:
     default = next(pc.name for pc in config.priority_classes if pc.global_default)
     return workload.priority_class or default
@@ -320,7 +328,7 @@ def training_job_args(
         team=workload.team,
         namespace=owner.config.namespace_name,  # the name: see Tenant
         name=workload.name,
-        image=workload.image,
+        image=_image(workload.image, config),
         resources=_compute(workload.resources),
         command=tuple(workload.command),
         args=tuple(workload.args),
@@ -350,7 +358,7 @@ def training_job_args(
         non_retryable_exit_codes=tuple(settings.non_retryable_exit_codes),
         preflight=PreflightSpec(
             enabled=preflight.enabled,
-            image=preflight.image,
+            image=None if preflight.image is None else _image(preflight.image, config),
             dataset_min_files=preflight.dataset_min_files,
             checkpoint_min_free=preflight.checkpoint_min_free,
             fail_job_on_gpu_mismatch=preflight.fail_job_on_gpu_mismatch,
@@ -371,7 +379,7 @@ def inference_service_args(
         team=workload.team,
         namespace=owner.config.namespace_name,  # the name: see Tenant
         name=workload.name,
-        image=workload.image,
+        image=_image(workload.image, config),
         resources=_compute(workload.resources),
         command=tuple(workload.command),
         args=tuple(workload.args),
@@ -409,7 +417,7 @@ def inference_service_args(
         dependencies=tuple(
             StatefulDependency(
                 name=dep.name,
-                image=dep.image,
+                image=_image(dep.image, config),
                 port=dep.port,
                 storage_class=dep.storage_class,
                 size=dep.size,
@@ -557,6 +565,8 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 ],
                 fair_sharing=config.queueing.fair_sharing,
                 service_monitor=config.queueing.service_monitor,
+                chart_source=config.charts.chart_source,
+                registry_mirror=config.images.registry_mirror,
                 retain_on_delete=protect,
             ),
             on_cluster,
@@ -613,6 +623,8 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 gpu_stack_enabled=config.gpu_stack.enabled,
                 queueing_enabled=config.queueing.enabled,
                 dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
+                chart_source=config.charts.chart_source,
+                registry_mirror=config.images.registry_mirror,
             ),
             on_cluster,
         )

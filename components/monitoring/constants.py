@@ -33,8 +33,9 @@ LOKI_RELEASE: Final = "loki"
 
 FLUENT_BIT_CHART: Final = "fluent-bit"
 FLUENT_BIT_CHART_REPO: Final = "https://fluent.github.io/helm-charts"
-FLUENT_BIT_CHART_VERSION: Final = "0.58.2"
-"""Pinned once; Fluent Bit 5.1.2. Classic-mode ``config.*`` strings as in the chart's README."""
+FLUENT_BIT_CHART_VERSION: Final = "0.58.1"
+"""Pinned once; Fluent Bit 5.1.1, the newest release the chart mirror holds. Classic-mode
+``config.*`` strings as in the chart's README."""
 FLUENT_BIT_RELEASE: Final = "fluent-bit"
 
 # --- Objects other components and people reference by name ----------------------------------------

@@ -12,6 +12,7 @@ from typing import Literal
 
 import pulumi
 
+from components.charts import PUBLIC_REPOSITORIES, ChartSource
 from components.constants import (
     GPU_OPERATOR_NAMESPACE,
     KUEUE_NAMESPACE,
@@ -198,3 +199,8 @@ class MonitoringStackArgs:
     """Keep the namespaces (and Prometheus/Loki data) when the stack drops them (prod)."""
     timeout_seconds: int = 900
     """How long each Helm release may take to become ready."""
+    chart_source: ChartSource = PUBLIC_REPOSITORIES
+    """The charts' public repositories, or a mirror directory."""
+    registry_mirror: str | None = None
+    """Pull every image of the three charts through this mirror (``components.images``); None:
+    as pinned."""

@@ -40,6 +40,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 import yaml
 
+from components.charts import FLUENT_BIT, KUBE_PROMETHEUS_STACK, LOKI
 from components.constants import (
     PSA_AUDIT_LABEL,
     PSA_BASELINE,
@@ -64,9 +65,6 @@ from .constants import (
     DCGM_COUNTERS_KEY,
     DCGM_EXPORTER_PORT_NAME,
     DCGM_EXPORTER_SERVICE_LABELS,
-    FLUENT_BIT_CHART,
-    FLUENT_BIT_CHART_REPO,
-    FLUENT_BIT_CHART_VERSION,
     FLUENT_BIT_RELEASE,
     GRAFANA_ADMIN_PASSWORD_KEY,
     GRAFANA_ADMIN_SECRET,
@@ -75,16 +73,10 @@ from .constants import (
     GRAFANA_DASHBOARD_LABEL_VALUE,
     GRAFANA_FULLNAME,
     INFERENCE_METRICS_PORT_NAME,
-    KPS_CHART,
-    KPS_CHART_REPO,
-    KPS_CHART_VERSION,
     KPS_FULLNAME,
     KPS_RELEASE,
     KUEUE_METRICS_PORT_NAME,
     KUEUE_METRICS_SERVICE_LABELS,
-    LOKI_CHART,
-    LOKI_CHART_REPO,
-    LOKI_CHART_VERSION,
     LOKI_RELEASE,
     PROMETHEUS_PORT,
     PROMETHEUS_RULE_SELECTOR_LABEL,
@@ -348,9 +340,7 @@ class MonitoringStack(pulumi.ComponentResource):
         kps = k8s.helm.v3.Release(
             f"{name}-kube-prometheus-stack",
             name=KPS_RELEASE,
-            chart=KPS_CHART,
-            version=KPS_CHART_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KPS_CHART_REPO),
+            **args.chart_source.release_args(KUBE_PROMETHEUS_STACK),
             namespace=mon,
             values=kube_prometheus_stack_values(args),
             opts=pulumi.ResourceOptions.merge(
@@ -361,9 +351,7 @@ class MonitoringStack(pulumi.ComponentResource):
         loki = k8s.helm.v3.Release(
             f"{name}-loki",
             name=LOKI_RELEASE,
-            chart=LOKI_CHART,
-            version=LOKI_CHART_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=LOKI_CHART_REPO),
+            **args.chart_source.release_args(LOKI),
             namespace=log,
             values=loki_values(args),
             opts=pulumi.ResourceOptions.merge(inside("logging"), keep_data),
@@ -372,9 +360,7 @@ class MonitoringStack(pulumi.ComponentResource):
         k8s.helm.v3.Release(
             f"{name}-fluent-bit",
             name=FLUENT_BIT_RELEASE,
-            chart=FLUENT_BIT_CHART,
-            version=FLUENT_BIT_CHART_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FLUENT_BIT_CHART_REPO),
+            **args.chart_source.release_args(FLUENT_BIT),
             namespace=log,
             values=fluent_bit_values(args),
             opts=inside("logging", loki),

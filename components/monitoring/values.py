@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
+from components.charts import ChartImage, chart_image_values, merge_values
 from components.constants import CLUSTER_DOMAIN, TEAM_LABEL
 from components.monitoring.known_metrics import ksm_metric_labels_allowlist
 
@@ -88,6 +89,45 @@ def loki_push_url(logging_namespace: str) -> str:
 
 # --- kube-prometheus-stack -----------------------------------------------------------------------
 
+KPS_IMAGES: tuple[ChartImage, ...] = tuple(
+    ChartImage(path, default)
+    for path, default in (
+        (("crds", "upgradeJob", "image", "busybox"), "docker.io/library/busybox"),
+        (("crds", "upgradeJob", "image", "kubectl"), "registry.k8s.io/kubectl"),
+        (("alertmanager", "alertmanagerSpec", "image"), "quay.io/prometheus/alertmanager"),
+        (
+            ("prometheusOperator", "admissionWebhooks", "deployment", "image"),
+            "quay.io/prometheus-operator/admission-webhook",
+        ),
+        (
+            ("prometheusOperator", "admissionWebhooks", "patch", "image"),
+            "registry.k8s.io/ingress-nginx/kube-webhook-certgen",
+        ),
+        (("prometheusOperator", "image"), "quay.io/prometheus-operator/prometheus-operator"),
+        (
+            ("prometheusOperator", "prometheusConfigReloader", "image"),
+            "quay.io/prometheus-operator/prometheus-config-reloader",
+        ),
+        (("prometheusOperator", "thanosImage"), "quay.io/thanos/thanos"),
+        (("prometheus", "prometheusSpec", "image"), "quay.io/prometheus/prometheus"),
+        (("thanosRuler", "thanosRulerSpec", "image"), "quay.io/thanos/thanos"),
+        (("grafana", "image"), "docker.io/grafana/grafana"),
+        (("grafana", "testFramework", "image"), "docker.io/bats/bats"),
+        (("grafana", "downloadDashboardsImage"), "docker.io/curlimages/curl"),
+        (("grafana", "initChownData", "image"), "docker.io/library/busybox"),
+        (("grafana", "sidecar", "image"), "quay.io/kiwigrid/k8s-sidecar"),
+        (("grafana", "imageRenderer", "image"), "docker.io/grafana/grafana-image-renderer"),
+        (("kube-state-metrics", "image"), "registry.k8s.io/kube-state-metrics/kube-state-metrics"),
+        (("kube-state-metrics", "kubeRBACProxy", "image"), "quay.io/brancz/kube-rbac-proxy"),
+        (("prometheus-node-exporter", "image"), "quay.io/prometheus/node-exporter"),
+        (("prometheus-node-exporter", "kubeRBACProxy", "image"), "quay.io/brancz/kube-rbac-proxy"),
+        (("prometheus-windows-exporter", "image"), "ghcr.io/prometheus-community/windows-exporter"),
+    )
+)
+"""Every image kube-prometheus-stack and its subcharts can deploy, for a registry mirror: each
+image's own ``registry``, not ``global.imageRegistry``, which would drop the original registry
+from the path (the mirror convention of ``components.images`` keeps it)."""
+
 
 def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
     """Values of kube-prometheus-stack: Prometheus, Alertmanager, Grafana, exporters, operator."""
@@ -149,7 +189,7 @@ def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
         if grafana.storage_class:
             grafana_values["persistence"]["storageClassName"] = grafana.storage_class
     alertmanager = args.alertmanager
-    return {
+    values = {
         "fullnameOverride": KPS_FULLNAME,
         "crds": {"enabled": True},
         # Managed control planes hide these; on-prem they run on the host network.
@@ -195,9 +235,44 @@ def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
             "prometheus": {"monitor": {"relabelings": [dict(NODE_RELABELING)]}},
         },
     }
+    return merge_values(values, chart_image_values(KPS_IMAGES, args.registry_mirror))
 
 
 # --- Loki ----------------------------------------------------------------------------------------
+
+LOKI_IMAGES: tuple[ChartImage, ...] = (
+    *(
+        ChartImage(path, default)
+        for path, default in (
+            (("loki", "image"), "docker.io/grafana/loki"),
+            (("enterprise", "image"), "docker.io/grafana/enterprise-logs"),
+            (
+                ("enterprise", "provisioner", "image"),
+                "us-docker.pkg.dev/grafanalabs-global/docker-enterprise-provisioner-prod/"
+                "enterprise-provisioner",
+            ),
+            (("test", "image"), "docker.io/grafana/loki-helm-test"),
+            (("lokiCanary", "image"), "docker.io/grafana/loki-canary"),
+            (("gateway", "image"), "docker.io/nginxinc/nginx-unprivileged"),
+            (("sidecar", "image"), "docker.io/kiwigrid/k8s-sidecar"),
+            (("grafana-agent-operator", "image"), "docker.io/grafana/agent-operator"),
+            (("grafana-agent-operator", "test", "image"), "docker.io/library/busybox"),
+            (("rollout_operator", "image"), "docker.io/grafana/rollout-operator"),
+        )
+    ),
+    *(
+        ChartImage(path, default, "repository")
+        for path, default in (
+            (("memcached", "image"), "docker.io/library/memcached"),
+            (("memcachedExporter", "image"), "docker.io/prom/memcached-exporter"),
+            (("minio", "image"), "quay.io/minio/minio"),
+            (("minio", "mcImage"), "quay.io/minio/mc"),
+        )
+    ),
+)
+"""Every image the Loki chart and its subcharts can deploy, for a registry mirror. Not the
+StatefulSet-recreation job's kubectl (off: ``enableStatefulSetRecreationForSizeChange``), which
+only follows ``global.imageRegistry``."""
 
 
 def _days_to_hours(retention: str) -> str:
@@ -220,6 +295,12 @@ def _days_to_hours(retention: str) -> str:
 
 def loki_values(args: MonitoringStackArgs) -> dict[str, Any]:
     """Values of grafana/loki: single binary on a PVC, or simple scalable on object storage."""
+    return merge_values(
+        _loki_mode_values(args), chart_image_values(LOKI_IMAGES, args.registry_mirror)
+    )
+
+
+def _loki_mode_values(args: MonitoringStackArgs) -> dict[str, Any]:
     loki: LokiSpec = args.loki
     scalable = loki.mode == "scalable"
     store = "s3" if scalable else "filesystem"
@@ -308,6 +389,16 @@ def object_storage_port(endpoint: str | None) -> int:
 
 
 # --- Fluent Bit ----------------------------------------------------------------------------------
+
+FLUENT_BIT_IMAGES: tuple[ChartImage, ...] = tuple(
+    ChartImage(path, default, "repository")
+    for path, default in (
+        (("image",), "cr.fluentbit.io/fluent/fluent-bit"),
+        (("testFramework", "image"), "docker.io/library/busybox"),
+        (("hotReload", "image"), "ghcr.io/jimmidyson/configmap-reload"),
+    )
+)
+"""Every image the Fluent Bit chart can deploy, for a registry mirror."""
 
 DEBUG_LINE_PATTERN = (
     r'(?i:\blevel=debug\b|"(level|severity|lvl)"\s*:\s*"debug")|(^|[\s\[])DEBUG([\]:\s]|$)'
@@ -415,7 +506,7 @@ def fluent_bit_config(fluent_bit: FluentBitSpec, logging_namespace: str) -> dict
 
 def fluent_bit_values(args: MonitoringStackArgs) -> dict[str, Any]:
     """Values of fluent/fluent-bit: a DaemonSet on every node, GPU nodes included."""
-    return {
+    values = {
         "kind": "DaemonSet",
         "logLevel": args.fluent_bit.log_level,
         "podLabels": _component(COMPONENT_FLUENT_BIT),
@@ -425,3 +516,4 @@ def fluent_bit_values(args: MonitoringStackArgs) -> dict[str, Any]:
         "serviceMonitor": {"enabled": False},
         "config": fluent_bit_config(args.fluent_bit, args.logging_namespace),
     }
+    return merge_values(values, chart_image_values(FLUENT_BIT_IMAGES, args.registry_mirror))

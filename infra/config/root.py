@@ -7,8 +7,10 @@ from typing import Any
 from pydantic import Field
 
 from .base import ConfigModel
+from .charts import ChartsConfig
 from .cluster import ClusterConfig
 from .gpu import GpuNodePoolConfig, GpuStackConfig
+from .images import ImagesConfig
 from .monitoring import MonitoringConfig
 from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
 from .queueing import QueueingConfig
@@ -46,3 +48,7 @@ class PlatformConfig(ConfigModel):
     extra_manifests: list[dict[str, Any]] = []
     """Kubernetes objects the platform does not model, applied as written (escape hatch).
     The policy pack judges them like everything else. Default: none."""
+    charts: ChartsConfig = ChartsConfig()
+    """Where the Helm charts come from. Default: their public repositories."""
+    images: ImagesConfig = ImagesConfig()
+    """A registry mirror for every image the platform deploys. Default: none."""

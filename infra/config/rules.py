@@ -29,6 +29,7 @@ from components.workloads.common import env_var_prefix
 from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
 
+from .charts import CHART_RULES
 from .errors import ConfigIssue
 from .gpu import GpuNodePoolConfig
 from .manifests import extra_manifest_issues
@@ -1310,7 +1311,11 @@ def extra_manifests_are_registrable(config: PlatformConfig) -> Iterator[ConfigIs
     yield from extra_manifest_issues(config.extra_manifests)
 
 
-OTHER_RULES: tuple[Rule, ...] = (*MONITORING_RULES, extra_manifests_are_registrable)
+OTHER_RULES: tuple[Rule, ...] = (
+    *MONITORING_RULES,
+    extra_manifests_are_registrable,
+    *CHART_RULES,
+)
 
 
 def cross_field_issues(config: PlatformConfig) -> list[ConfigIssue]:

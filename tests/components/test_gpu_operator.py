@@ -10,6 +10,7 @@ from components.constants import (
     GPU_OPERATOR_CHART_REPO,
     GPU_OPERATOR_CHART_VERSION,
     GPU_OPERATOR_NAMESPACE,
+    GPU_OPERATOR_RELEASE,
     PSA_ENFORCE_LABEL,
     SYSTEM_NAMESPACE_LABEL,
     TEAM_LABEL,
@@ -20,12 +21,13 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def _gpu_release(run):
-    [release] = [r for r in run.by_type(RELEASE) if r.inputs["chart"] == GPU_OPERATOR_CHART]
+    [release] = [r for r in run.by_type(RELEASE) if r.inputs["name"] == GPU_OPERATOR_RELEASE]
     return release
 
 
 def test_release_is_pinned_and_waits_with_rollback(prod_run):
     inputs = _gpu_release(prod_run).inputs
+    assert inputs["chart"] == GPU_OPERATOR_CHART
     assert inputs["version"] == GPU_OPERATOR_CHART_VERSION
     assert inputs["repositoryOpts"] == {"repo": GPU_OPERATOR_CHART_REPO}
     assert inputs["namespace"] == GPU_OPERATOR_NAMESPACE

@@ -8,8 +8,10 @@ from components.constants import (
     GPU_CAPACITY_ANNOTATION,
     GPU_RESOURCE_ANNOTATION,
     KUEUE_CHART,
+    KUEUE_CHART_REPO,
     KUEUE_CHART_VERSION,
     KUEUE_NAMESPACE,
+    KUEUE_RELEASE,
     NODE_POOL_LABEL,
     PSA_ENFORCE_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
@@ -20,13 +22,14 @@ from tests.harness import run_stack
 
 def _kueue_release(run):
     [release] = [
-        r for r in run.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == KUEUE_CHART
+        r for r in run.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == KUEUE_RELEASE
     ]
     return release
 
 
 def test_kueue_release_is_pinned_and_enables_fair_sharing(prod_run):
     inputs = _kueue_release(prod_run).inputs
+    assert inputs["chart"] == f"{KUEUE_CHART_REPO}/{KUEUE_CHART}"
     assert inputs["version"] == KUEUE_CHART_VERSION
     assert inputs["namespace"] == KUEUE_NAMESPACE
     assert "repositoryOpts" not in inputs  # OCI chart
