@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from . import build, cluster
+from . import build, cluster, compare, run
 
 
 def main(argv: list[str]) -> int:
-    commands = {"build": build.main, "cluster": cluster.main}
+    commands = {
+        "build": build.main,
+        "cluster": cluster.main,
+        "run": run.main,
+        "compare": compare.main,
+    }
     if not argv or argv[0] not in commands:
         print(f"usage: python -m tools.e2e {{{'|'.join(commands)}}} ...", file=sys.stderr)
         return 2

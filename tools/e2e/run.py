@@ -1,0 +1,308 @@
+"""``make e2e``: the real CLI and providers deploy a stack to a local cluster, and say if it held.
+
+    python -m tools.e2e run --stack dev
+
+Steps (each with its verdict and time in the console report and ``build/e2e/<stack>/report.json``):
+the tools are built, the e2e stack is derived and previewed offline, the cluster starts, then
+the real ``pulumi preview`` with the policy pack (its resources must equal the offline
+preview's), ``pulumi up``, every object read back, workloads admitted and placed, a second
+``up`` and a ``refresh`` with no changes, a bad manifest refused by the pack, and the team
+consumer example reading the stack through a StackReference. Exit 0 only if every step passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from components.constants import PROJECT
+
+from . import build as builds
+from .cluster import LocalCluster, shared_dir
+from .compare import compare
+from .pulumi_cli import ORGANIZATION, CliError, PulumiCli
+from .readback import check_objects, check_workloads
+from .report import Report, StepFailedError, fail
+from .stack import PROJECT_ROOT, E2EStack, derive
+
+WORK_ROOT = PROJECT_ROOT / "build" / "e2e"
+BAD_MANIFEST = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "e2e-gpu-without-limits"},
+    "spec": {
+        "containers": [
+            {
+                "name": "main",
+                "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                "resources": {"requests": {"nvidia.com/gpu": "1"}},
+            }
+        ]
+    },
+}
+"""A GPU pod that requests a GPU without the equal limit: refused by ``gpu-limits-match-requests``,
+which is mandatory in every stack's policy config."""
+BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
+
+
+def cluster_overrides(shared: Path) -> dict[str, Any]:
+    """What the e2e stack changes, and why: charts from the local mirror (the fake cluster has
+    no way out), nothing else."""
+    return {
+        "charts": (
+            {"source": "directory", "directory": str(shared / "charts")},
+            "charts from the local mirror (no traffic beyond loopback)",
+        ),
+    }
+
+
+def policy_config(stack: str) -> Path:
+    return PROJECT_ROOT / "policies" / "config" / f"{stack}.json"
+
+
+class E2E:
+    """One stack's run: its work folder, its CLI, its cluster and its report."""
+
+    def __init__(self, stack: str, *, keep_cluster: bool = False) -> None:
+        self.stack = stack
+        self.work_dir = WORK_ROOT / stack
+        self.keep_cluster = keep_cluster
+        self.report = Report(stack, self.work_dir / "report.json")
+        self.e2e_stack: E2EStack | None = None
+        self.cli: PulumiCli | None = None
+        self.cluster: LocalCluster | None = None
+
+    # --- helpers ---
+
+    @property
+    def project(self) -> Path:
+        assert self.e2e_stack is not None
+        return self.e2e_stack.project_dir
+
+    def pulumi(self, *args: str, cwd: Path | None = None, **kwargs: Any) -> Any:
+        assert self.cli is not None
+        return self.cli.run(list(args), cwd=cwd or self.project, **kwargs)
+
+    def step(self, name: str, action: Callable[[list[str]], None]) -> bool:
+        """Run one step; a failed check is recorded and the run goes on to the next step."""
+        try:
+            with self.report.step(name) as step:
+                action(step.detail)
+        except (StepFailedError, CliError):
+            return False
+        return True
+
+    # --- the run ---
+
+    def run(self) -> int:
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        self.work_dir.mkdir(parents=True)
+        try:
+            with self.report.step("build the real parts") as step:
+                bin_dir = builds.build_all(log=lambda line: print(f"    {line}", flush=True))
+                step.detail.append(f"binaries in {bin_dir}")
+                self.report.facts["versions"] = builds.versions()
+            with self.report.step("derive the e2e stack") as step:
+                self.e2e_stack = derive(
+                    self.stack,
+                    work_dir=self.work_dir,
+                    overrides=cluster_overrides(shared_dir()),
+                )
+                step.detail += [c.describe() for c in self.e2e_stack.changes]
+                self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
+            with self.report.step("offline preview of the e2e stack") as step:
+                self.offline_preview(step.detail)
+            self.cluster = LocalCluster(
+                self.stack,
+                work_dir=self.work_dir / "cluster",
+                bin_dir=bin_dir,
+                log=lambda line: print(f"    {line}", flush=True),
+            )
+            with self.cluster.running() as cluster:
+                self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
+                with self.report.step("stack init and test secrets") as step:
+                    self.init_stack(step.detail)
+                self.step("pulumi preview with the policy pack equals the offline preview",
+                          self.real_preview)  # fmt: skip
+                if self.step("pulumi up", self.up):
+                    self.step("objects read back as declared", self.read_back)
+                    self.step("workloads admitted and placed", self.workloads)
+                    self.step("second pulumi up changes nothing", self.second_up)
+                    self.step("pulumi refresh finds no drift", self.refresh)
+                    self.step("team consumer through a StackReference", self.team_consumer)
+                self.step("a bad manifest fails the policy pack", self.bad_manifest)
+        except (StepFailedError, CliError):
+            pass
+        except KeyboardInterrupt:
+            print("interrupted: the cluster was stopped", file=sys.stderr)
+            self.report.write()
+            return 130
+        self.report.write()
+        self.report.summary()
+        return 0 if self.report.passed else 1
+
+    # --- steps ---
+
+    def offline_preview(self, detail: list[str]) -> None:
+        assert self.e2e_stack is not None
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tools.preview",
+                "--stack",
+                self.stack,
+                "--stack-file",
+                str(self.e2e_stack.stack_file),
+                "--out",
+                str(self.work_dir / "offline"),
+                "--quiet",
+            ],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        detail += done.stdout.strip().splitlines()[-4:]
+        if done.returncode != 0:
+            fail(f"offline preview exited {done.returncode}:\n{done.stdout}{done.stderr}")
+
+    @property
+    def offline_report(self) -> dict[str, Any]:
+        path = self.work_dir / "offline" / self.stack / "report.json"
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def init_stack(self, detail: list[str]) -> None:
+        assert self.e2e_stack is not None
+        self.pulumi("stack", "init", self.stack, "--secrets-provider", "passphrase")
+        for change in self.e2e_stack.secrets:
+            self.pulumi("config", "set", "--secret", "--path", change.key, str(change.value))
+            detail.append(f"set secret {change.key}")
+
+    def real_preview(self, detail: list[str]) -> None:
+        done = self.pulumi(
+            "preview",
+            "--json",
+            "--policy-pack",
+            str(PROJECT_ROOT / "policies"),
+            "--policy-pack-config",
+            str(policy_config(self.stack)),
+            check=False,
+        )
+        (self.work_dir / "preview.json").write_text(done.stdout, encoding="utf-8")
+        if done.code != 0:
+            fail(f"pulumi preview exited {done.code}:\n{done.stderr[-4000:]}")
+        result = compare(done.json(), self.offline_report)
+        self.report.facts["previewComparison"] = result.to_dict()
+        detail += result.lines()
+        if not result.agree:
+            fail("\n".join(result.lines()))
+
+    def up(self, detail: list[str]) -> None:
+        done = self.pulumi("up", "--yes", "--skip-preview", timeout=1800)
+        detail += [
+            line for line in done.stdout.splitlines() if "Resources:" in line or "+" in line
+        ][-3:]
+
+    def read_back(self, detail: list[str]) -> None:
+        assert self.cluster is not None
+        problems, checked = check_objects(self.cluster, self.offline_report)
+        detail.append(f"{checked} objects read back")
+        if problems:
+            fail("\n".join(problems))
+
+    def workloads(self, detail: list[str]) -> None:
+        assert self.cluster is not None
+        problems, facts = check_workloads(self.cluster, self.offline_report)
+        detail += facts
+        if problems:
+            fail("\n".join(problems))
+
+    def second_up(self, detail: list[str]) -> None:
+        self.pulumi("up", "--yes", "--expect-no-changes", timeout=1800)
+        detail.append("no changes")
+
+    def refresh(self, detail: list[str]) -> None:
+        self.pulumi("refresh", "--yes", "--expect-no-changes", timeout=1800)
+        detail.append("no drift")
+
+    def bad_manifest(self, detail: list[str]) -> None:
+        """A pull request that adds a bad manifest: the real CLI refuses it with the mandatory
+        violation, printed as it prints it."""
+        assert self.e2e_stack is not None
+        bad = self.work_dir / "bad" / "project"
+        shutil.copytree(self.project, bad, symlinks=True, dirs_exist_ok=True)
+        self.pulumi(
+            "config", "set", "--path", "--json", "ai-platform:extraManifests[0]",
+            json.dumps(BAD_MANIFEST), cwd=bad,
+        )  # fmt: skip
+        done = self.pulumi(
+            "preview",
+            "--policy-pack",
+            str(PROJECT_ROOT / "policies"),
+            "--policy-pack-config",
+            str(policy_config(self.stack)),
+            cwd=bad,
+            check=False,
+        )
+        printed = done.stdout + done.stderr
+        lines = [line.strip() for line in printed.splitlines() if BAD_MANIFEST_POLICY in line]
+        detail += lines[:4]
+        if done.code == 0:
+            fail("pulumi preview passed a GPU pod without limits")
+        if not lines or "mandatory" not in printed:
+            fail(f"pulumi preview failed, but not with {BAD_MANIFEST_POLICY}:\n{printed[-3000:]}")
+
+    def team_consumer(self, detail: list[str]) -> None:
+        assert self.cluster is not None
+        source = PROJECT_ROOT / "examples" / "team-consumer"
+        consumer = self.work_dir / "team-consumer"
+        shutil.copytree(source, consumer, dirs_exist_ok=True)
+        # Its Pulumi.yaml names the venv relative to the checkout: point it at the same one.
+        project_file = consumer / "Pulumi.yaml"
+        project_file.write_text(
+            project_file.read_text().replace(
+                "virtualenv: ../../.venv", f"virtualenv: {PROJECT_ROOT / '.venv'}"
+            )
+        )
+        self.pulumi("stack", "init", "consumer", cwd=consumer)
+        outputs = self.pulumi("stack", "output", "--json").json()
+        team, pool = _consumer_targets(outputs)
+        for key, value in {
+            "platformStack": f"{ORGANIZATION}/{PROJECT}/{self.stack}",
+            "team": team,
+            "pool": pool,
+            "kubeconfigContext": self.cluster.context,
+        }.items():
+            self.pulumi("config", "set", key, value, cwd=consumer)
+        self.pulumi("up", "--yes", "--skip-preview", cwd=consumer, timeout=1200)
+        detail.append(f"team {team} on pool {pool}: deployed through the StackReference")
+        self.pulumi("destroy", "--yes", "--skip-preview", cwd=consumer, timeout=1200)
+        detail.append("consumer stack destroyed")
+
+
+def _consumer_targets(outputs: dict[str, Any]) -> tuple[str, str]:
+    """A training team and a pool it may use, from the platform's own outputs."""
+    teams = outputs.get("teams") or {}
+    pools = outputs.get("gpuPools") or {}
+    for team, facts in sorted(teams.items()):
+        allowed = facts.get("gpuPools") or sorted(pools)
+        for pool in allowed:
+            if pool in pools:
+                return team, pool
+    fail(f"no team with a GPU pool in the outputs: teams {sorted(teams)}, pools {sorted(pools)}")
+    raise AssertionError  # unreachable
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.e2e run", description=__doc__)
+    parser.add_argument("--stack", default="dev", help="reads Pulumi.<stack>.yaml (default: dev)")
+    args = parser.parse_args(argv)
+    return E2E(args.stack).run()
