@@ -1,0 +1,198 @@
+"""The program under mocks with each chart source, and with a registry mirror: every Release reads
+its chart where the stack says, and every image the platform deploys goes through the mirror."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components import gpu_operator, kueue
+from components.charts import (
+    FLUENT_BIT,
+    GPU_OPERATOR,
+    KUBE_PROMETHEUS_STACK,
+    KUEUE,
+    LOKI,
+    Chart,
+    ChartImage,
+    chart_image_values,
+    merge_values,
+)
+from components.constants import (
+    GPU_OPERATOR_RELEASE,
+    KUEUE_CHART_REPO,
+    KUEUE_RELEASE,
+)
+from components.images import mirrored as mirrored_reference
+from components.monitoring import values as monitoring_values
+from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
+from tests.charts.conftest import write_mirror
+from tests.harness import ROOT, run_stack, stack_config
+from tools.mockrun import CapturedResource, MockRun
+
+for _path in (ROOT / "policies", ROOT / "policies" / "tests"):  # the pack, as its tests load it
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+MIRROR = "harbor.example.com/mirror"
+RELEASES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
+    GPU_OPERATOR_RELEASE: (GPU_OPERATOR, gpu_operator.CHART_IMAGES),
+    KUEUE_RELEASE: (KUEUE, kueue.CHART_IMAGES),
+    KPS_RELEASE: (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
+    LOKI_RELEASE: (LOKI, monitoring_values.LOKI_IMAGES),
+    FLUENT_BIT_RELEASE: (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),
+}
+PREFLIGHT_IMAGE = "python:3.12-slim"
+
+
+def _releases(run: MockRun[Any]) -> dict[str, dict[str, Any]]:
+    return {r.inputs["name"]: r.inputs for r in run.by_type(RELEASE)}
+
+
+@pytest.fixture(scope="module")
+def mirrored_run(tmp_path_factory: pytest.TempPathFactory) -> MockRun[Any]:
+    """The dev stack from a relative mirror directory, with a registry mirror and a preflight
+    image of its own (so each kind of container is there)."""
+    project = tmp_path_factory.mktemp("project")
+    write_mirror(project / "mirror" / "charts")
+    config = stack_config("dev")
+    config["charts"] = {"source": "directory", "directory": "mirror/charts"}
+    config["images"] = {"registryMirror": MIRROR}
+    config["workloads"][0]["training"]["preflight"] = {"image": PREFLIGHT_IMAGE}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)  # Pulumi runs the program in the project root
+        return run_stack(config)
+
+
+def test_releases_read_the_public_repositories_by_default(dev_run: MockRun[Any]) -> None:
+    releases = _releases(dev_run)
+    assert sorted(releases) == sorted(RELEASES)
+    for name, (chart, _) in RELEASES.items():
+        inputs = releases[name]
+        assert inputs["version"] == chart.version, name
+        if chart is KUEUE:  # an OCI chart: the reference says it all
+            assert inputs["chart"] == f"{KUEUE_CHART_REPO}/{chart.name}"
+            assert "repositoryOpts" not in inputs
+        else:
+            assert inputs["chart"] == chart.name, name
+            assert inputs["repositoryOpts"] == {"repo": chart.repository}, name
+
+
+def test_releases_read_the_mirror_directory_as_written(mirrored_run: MockRun[Any]) -> None:
+    releases = _releases(mirrored_run)
+    assert sorted(releases) == sorted(RELEASES)
+    for name, (chart, _) in RELEASES.items():
+        inputs = releases[name]
+        assert inputs["chart"] == f"mirror/charts/{chart.name}/{chart.version}", name
+        assert inputs["version"] == chart.version, name
+        assert "repositoryOpts" not in inputs, name
+
+
+def test_without_a_mirror_no_chart_image_is_overridden(dev_run: MockRun[Any]) -> None:
+    for name, (_, images) in RELEASES.items():
+        values = _releases(dev_run)[name]["values"]
+        for image in images:
+            block: Any = values
+            for key in image.path:
+                block = block.get(key, {}) if isinstance(block, dict) else {}
+            assert "registry" not in block and "repository" not in block, (name, image.path)
+
+
+def test_every_chart_image_goes_through_the_mirror(
+    dev_run: MockRun[Any], mirrored_run: MockRun[Any]
+) -> None:
+    """The mirrored values are the plain ones plus the image values of every table entry."""
+    plain, mirrored = _releases(dev_run), _releases(mirrored_run)
+    for name, (_, images) in RELEASES.items():
+        expected = merge_values(plain[name]["values"], chart_image_values(images, MIRROR))
+        assert mirrored[name]["values"] == expected, name
+    kps = mirrored[KPS_RELEASE]["values"]
+    assert kps["prometheus"]["prometheusSpec"]["image"] == {
+        "registry": f"{MIRROR}/quay.io",
+        "repository": "prometheus/prometheus",
+    }
+    assert "global" not in kps  # global.imageRegistry would drop the original registry
+    assert mirrored[KUEUE_RELEASE]["values"]["controllerManager"]["manager"]["image"] == {
+        "repository": f"{MIRROR}/registry.k8s.io/kueue/kueue"
+    }
+    assert mirrored[GPU_OPERATOR_RELEASE]["values"]["dcgmExporter"] == {
+        "enabled": False,
+        "serviceMonitor": {"enabled": False},
+        "repository": f"{MIRROR}/nvcr.io/nvidia/k8s",
+    }
+
+
+def _containers(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("containers", "initContainers") and isinstance(item, list):
+                yield from item
+            else:
+                yield from _containers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _containers(item)
+
+
+def _images(run: MockRun[Any]) -> dict[tuple[str, str, str], str]:
+    """``(kind, object, container)`` → image, for every container the platform renders."""
+    found = {}
+    for resource in run.kubernetes_objects():
+        for container in _containers(resource.inputs.get("spec", {})):
+            found[(resource.kind, resource.metadata["name"], container["name"])] = container[
+                "image"
+            ]
+    return found
+
+
+def test_every_component_image_goes_through_the_mirror(
+    dev_run: MockRun[Any], mirrored_run: MockRun[Any]
+) -> None:
+    """Each container's image is the plain run's, rewritten once (the rewrite: test_images.py)."""
+    plain, mirrored = _images(dev_run), _images(mirrored_run)
+    assert {"Job", "Deployment", "StatefulSet"} <= {kind for kind, _, _ in mirrored}
+    own_preflight = ("Job", "llama-finetune", "preflight")
+    expected = {key: mirrored_reference(image, MIRROR) for key, image in plain.items()}
+    expected[own_preflight] = f"{MIRROR}/docker.io/library/{PREFLIGHT_IMAGE}"
+    assert mirrored == expected
+    assert mirrored[("Job", "llama-eval", "trainer")] == (
+        f"{MIRROR}/nvcr.io/nvidia/pytorch:25.01-py3"
+    )
+    assert mirrored[("StatefulSet", "llm-chat-redis", "redis")] == (
+        f"{MIRROR}/public.ecr.aws/docker/library/redis:7.4-alpine"
+    )
+
+
+def _registry_violations(resources: list[CapturedResource], allowed: list[str] | None) -> list[str]:
+    import policy_harness
+    from aiplatform_policies import REGISTRY
+
+    meta = REGISTRY["image-registry-allowed"]
+    fixture = policy_harness.Fixture(
+        path=Path("image-registry-allowed.yaml"),
+        policy=meta.name,
+        allowed=True,
+        resources=[policy_harness.Resource(r.type, r.name, r.inputs) for r in resources],
+        config={} if allowed is None else {"allowedRegistries": allowed},
+    )
+    return policy_harness.run(meta.policy, fixture)
+
+
+def test_the_registry_policy_passes_mirrored_images_when_the_mirror_is_allowed(
+    mirrored_run: MockRun[Any],
+) -> None:
+    from aiplatform_policies.workload import DEFAULT_REGISTRIES
+
+    resources = mirrored_run.kubernetes_objects()
+    # What a user adds to policies/config/<stack>.json: the mirror, or (stricter) the allowed
+    # registries below it.
+    assert _registry_violations(resources, [MIRROR]) == []
+    below = [f"{MIRROR}/{registry}" for registry in (*DEFAULT_REGISTRIES, "docker.io/library")]
+    assert _registry_violations(resources, below) == []
+    refused = _registry_violations(resources, None)
+    assert refused and all("comes from harbor.example.com" in message for message in refused)
