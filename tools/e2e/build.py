@@ -333,7 +333,11 @@ def write_language_host(bin_dir: Path = BIN_LINKS) -> Path:
     (tools/e2e/langhost) with the project venv, since the upstream Go host's module is not served.
     The CLI finds language hosts on PATH; the project root goes on PYTHONPATH so ``-m`` finds the
     package (the host takes it off again for the programs it runs), ``-P`` keeps the caller's
-    working directory off sys.path. Nothing is built: the wrapper is rewritten on every call."""
+    working directory off sys.path. Nothing is built: the wrapper is rewritten on every call.
+
+    The CLI also looks for its language hosts beside its own resolved executable and warns on
+    every command when the one on PATH is elsewhere; so a ``pulumi`` symlink in the folder becomes
+    a hard link (same file, no copy) when the file system allows it."""
     python = PROJECT_ROOT / ".venv" / "bin" / "python"
     root = shlex.quote(str(PROJECT_ROOT))
     script = f"""#!/bin/sh
@@ -353,6 +357,15 @@ exec "$python" -P -m tools.e2e.langhost "$@"
         wrapper.unlink()
     wrapper.write_text(script)
     wrapper.chmod(0o755)
+    cli = bin_dir / "pulumi"
+    if cli.is_symlink():
+        staged = bin_dir / ".pulumi.hardlink"
+        staged.unlink(missing_ok=True)
+        try:
+            os.link(cli.resolve(), staged)
+            staged.replace(cli)
+        except OSError:
+            staged.unlink(missing_ok=True)  # another file system: keep the symlink (and warning)
     return wrapper
 
 
