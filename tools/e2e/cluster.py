@@ -51,7 +51,8 @@ NODE_LEASE_SECONDS: Final = 40
 after its grace period without one."""
 
 ADMISSION_PLUGINS: Final = (
-    # kube-apiserver 1.33's default-enabled set (``--help``, ``--enable-admission-plugins``) ...
+    # kube-apiserver 1.33's default-enabled set, as its ``--help`` lists it (PodTopologyLabels
+    # and MutatingAdmissionPolicy act only behind feature gates that are off in 1.33) ...
     "NamespaceLifecycle",
     "LimitRanger",
     "ServiceAccount",
@@ -68,6 +69,8 @@ ADMISSION_PLUGINS: Final = (
     "ClusterTrustBundleAttest",
     "CertificateSubjectRestriction",
     "DefaultIngressClass",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
@@ -422,6 +425,7 @@ def default_work_dir(stack: str) -> Path:
 _WORK_ENTRIES: Final = (
     "pki",
     "etcd-data",
+    "flexvolume",
     "logs",
     "kwok.yaml",
     "nodes.yaml",
@@ -567,8 +571,8 @@ class LocalCluster:
         """Start the cluster and stop every process it started on exit, on an exception, on
         Ctrl-C and on SIGTERM."""
         with _sigterm_raises():
+            self.up()  # on failure it has stopped what it started
             try:
-                self.up()
                 yield self
             finally:
                 self.down()
@@ -878,6 +882,8 @@ class LocalCluster:
                 f"--cluster-signing-key-file={pki.key('ca')}",
                 "--use-service-account-credentials=true",
                 "--controllers=*,bootstrapsigner,tokencleaner",
+                # Its default, /usr/libexec/kubernetes/..., would be created on the host.
+                f"--flex-volume-plugin-dir={self.work_dir / 'flexvolume'}",
             ],
         )
         self._spawn(
