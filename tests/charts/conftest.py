@@ -5,15 +5,38 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from components.charts import GPU_OPERATOR, KUEUE, MONITORING_CHARTS, Chart
+from components import gpu_operator, kueue
+from components.charts import (
+    FLUENT_BIT,
+    GPU_OPERATOR,
+    KUBE_PROMETHEUS_STACK,
+    KUEUE,
+    LOKI,
+    Chart,
+    ChartImage,
+    merge_values,
+)
+from components.constants import GPU_OPERATOR_RELEASE, KUEUE_RELEASE
+from components.monitoring import values as monitoring_values
+from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
 from tests.harness import ROOT
 
 CHARTS_ENV = "AIPLATFORM_CHARTS"
-ALL_CHARTS: tuple[Chart, ...] = (GPU_OPERATOR, KUEUE, *MONITORING_CHARTS)
+RELEASE = "kubernetes:helm.sh/v3:Release"
+RELEASES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
+    GPU_OPERATOR_RELEASE: (GPU_OPERATOR, gpu_operator.CHART_IMAGES),
+    KUEUE_RELEASE: (KUEUE, kueue.CHART_IMAGES),
+    KPS_RELEASE: (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
+    LOKI_RELEASE: (LOKI, monitoring_values.LOKI_IMAGES),
+    FLUENT_BIT_RELEASE: (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),
+}
+"""Release name → its chart and the chart's image table: every chart the platform installs."""
+ALL_CHARTS: tuple[Chart, ...] = tuple(chart for chart, _ in RELEASES.values())
 
 
 def write_mirror(root: Path, charts: Iterable[Chart] = ALL_CHARTS) -> Path:
@@ -45,3 +68,14 @@ def shared_charts() -> Path:
             pytest.fail(f"{CHARTS_ENV}={configured}: not a directory")
         pytest.skip(f"no chart mirror at {folder}; set {CHARTS_ENV} to check against one")
     return folder
+
+
+def effective_values(folder: Path) -> dict[str, Any]:
+    """A chart's values with every subchart's defaults under its key, the parent's on top."""
+    values = yaml.safe_load((folder / "values.yaml").read_text(encoding="utf-8")) or {}
+    metadata = yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8"))
+    for dependency in metadata.get("dependencies") or []:
+        key = dependency.get("alias") or dependency["name"]
+        sub = effective_values(folder / "charts" / dependency["name"])
+        values[key] = merge_values(sub, values.get(key) or {})
+    return values

@@ -7,32 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from components import gpu_operator, kueue
-from components.charts import (
-    FLUENT_BIT,
-    GPU_OPERATOR,
-    KUBE_PROMETHEUS_STACK,
-    KUEUE,
-    LOKI,
-    Chart,
-    ChartImage,
-    chart_image_values,
-    merge_values,
-)
+from components import kueue
+from components.charts import ChartImage, chart_image_values, merge_values
 from components.images import mirrored, split_image
 from components.monitoring import values as monitoring_values
+from tests.charts.conftest import RELEASES, effective_values
 
 MIRROR = "harbor.example.com/mirror"
-
-CHART_IMAGES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
-    "gpu-operator": (GPU_OPERATOR, gpu_operator.CHART_IMAGES),
-    "kueue": (KUEUE, kueue.CHART_IMAGES),
-    "kube-prometheus-stack": (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
-    "loki": (LOKI, monitoring_values.LOKI_IMAGES),
-    "fluent-bit": (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),
-}
 
 
 @pytest.mark.parametrize(
@@ -89,17 +71,6 @@ def test_no_mirror_no_values_and_values_merge_key_by_key() -> None:
 # --- The tables against the charts themselves --------------------------------------------------
 
 
-def _effective_values(folder: Path) -> dict[str, Any]:
-    """A chart's values with every subchart's defaults under its key, the parent's on top."""
-    values = yaml.safe_load((folder / "values.yaml").read_text(encoding="utf-8")) or {}
-    metadata = yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8"))
-    for dependency in metadata.get("dependencies") or []:
-        key = dependency.get("alias") or dependency["name"]
-        sub = _effective_values(folder / "charts" / dependency["name"])
-        values[key] = merge_values(sub, values.get(key) or {})
-    return values
-
-
 def _image_blocks(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     if isinstance(value, Mapping):
         if isinstance(value.get("repository"), str) and value["repository"]:
@@ -122,10 +93,12 @@ def _as_table(path: tuple[str, ...], block: Mapping[str, Any]) -> ChartImage:
     return ChartImage(path, split_image(block["repository"]).repository, "repository")
 
 
-@pytest.mark.parametrize("name", sorted(CHART_IMAGES))
-def test_each_table_lists_every_image_of_its_pinned_chart(name: str, shared_charts: Path) -> None:
-    chart, table = CHART_IMAGES[name]
-    values = _effective_values(shared_charts / chart.name / chart.version)
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_each_table_lists_every_image_of_its_pinned_chart(
+    release: str, shared_charts: Path
+) -> None:
+    chart, table = RELEASES[release]
+    values = effective_values(shared_charts / chart.name / chart.version)
     expected = sorted((_as_table(p, b) for p, b in _image_blocks(values)), key=lambda i: i.path)
     listed = sorted(
         (ChartImage(i.path, split_image(i.default).repository, i.layout) for i in table),

@@ -10,27 +10,15 @@ from typing import Any
 
 import pytest
 
-from components import gpu_operator, kueue
-from components.charts import (
-    FLUENT_BIT,
-    GPU_OPERATOR,
-    KUBE_PROMETHEUS_STACK,
-    KUEUE,
-    LOKI,
-    Chart,
-    ChartImage,
-    chart_image_values,
-    merge_values,
-)
+from components.charts import KUEUE, chart_image_values, merge_values
 from components.constants import (
     GPU_OPERATOR_RELEASE,
     KUEUE_CHART_REPO,
     KUEUE_RELEASE,
 )
 from components.images import mirrored as mirrored_reference
-from components.monitoring import values as monitoring_values
-from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
-from tests.charts.conftest import write_mirror
+from components.monitoring.constants import KPS_RELEASE
+from tests.charts.conftest import RELEASE, RELEASES, write_mirror
 from tests.harness import ROOT, run_stack, stack_config
 from tools.mockrun import CapturedResource, MockRun
 
@@ -38,15 +26,7 @@ for _path in (ROOT / "policies", ROOT / "policies" / "tests"):  # the pack, as i
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
 MIRROR = "harbor.example.com/mirror"
-RELEASES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
-    GPU_OPERATOR_RELEASE: (GPU_OPERATOR, gpu_operator.CHART_IMAGES),
-    KUEUE_RELEASE: (KUEUE, kueue.CHART_IMAGES),
-    KPS_RELEASE: (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
-    LOKI_RELEASE: (LOKI, monitoring_values.LOKI_IMAGES),
-    FLUENT_BIT_RELEASE: (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),
-}
 PREFLIGHT_IMAGE = "python:3.12-slim"
 
 
