@@ -157,6 +157,18 @@ def test_shared_folder_is_overridable(monkeypatch, tmp_path):
     assert clusters.shared_dir() == (ROOT / ".." / "shared").resolve()
 
 
+def test_a_scratch_clone_finds_the_shared_folder_beside_its_origin(monkeypatch, tmp_path):
+    monkeypatch.delenv("AIPLATFORM_SHARED", raising=False)
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "config", "remote.origin.url", str(ROOT)], check=True)
+    expected = (ROOT / ".." / "shared").resolve()
+    assert clusters.shared_dir(clone) == (
+        expected if expected.is_dir() else clone.parent / "shared"
+    )
+
+
 def test_free_ports_are_distinct_loopback_ports():
     ports = clusters.free_ports(6)
     assert len(set(ports)) == 6 and all(1024 < p < 65536 for p in ports)

@@ -426,6 +426,7 @@ _WORK_ENTRIES: Final = (
     "pki",
     "etcd-data",
     "flexvolume",
+    "kubectl-cache",
     "logs",
     "kwok.yaml",
     "nodes.yaml",
@@ -542,6 +543,8 @@ class LocalCluster:
             str(self.binaries()["kubectl"]),
             f"--kubeconfig={self.kubeconfig}",
             f"--context={self.context}",
+            # Its default, ~/.kube/cache, would collect one folder per port ever used.
+            f"--cache-dir={self.work_dir / 'kubectl-cache'}",
             *args,
         ]
         try:
@@ -1029,12 +1032,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bin-dir", type=Path, help="take every binary from this folder")
     parser.add_argument("--build", action="store_true", help="build missing binaries first")
     parser.add_argument("--json", action="store_true", help="status as JSON")
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=READY_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"longest wait for each component (default {READY_TIMEOUT_S:.0f})",
+    )
     args = parser.parse_args(argv)
     cluster = LocalCluster(
         args.stack,
         work_dir=args.work_dir,
         bin_dir=args.bin_dir,
         build_missing=args.build,
+        ready_timeout_s=args.ready_timeout,
         log=lambda line: print(line, flush=True),
     )
     try:
