@@ -22,8 +22,11 @@ import yaml
 VALID_DAYS: Final = 30
 """A local cluster lives for a test run; a month leaves room for a long-lived debugging one."""
 KEY_BITS: Final = 2048
-SERVICE_CIDR: Final = "10.96.0.0/16"
-"""Service ClusterIPs (never routed: there is no kube-proxy); the first is ``kubernetes``."""
+SERVICE_CIDR: Final = "127.96.0.0/16"
+"""Service ClusterIPs, inside the loopback range: whatever the API server sends to a Service
+(admission webhooks, aggregated APIs) stays on this machine, and the e2e can serve a Service
+from an out-of-cluster process listening on its ClusterIP. There is no kube-proxy; the first
+address is ``kubernetes``."""
 CLUSTER_DOMAIN: Final = "cluster.local"
 API_SERVER_NAMES: Final = (
     "localhost",
