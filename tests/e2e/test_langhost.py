@@ -20,10 +20,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import empty_pb2, struct_pb2
+from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import (
     analyzer_pb2,
     analyzer_pb2_grpc,
@@ -31,6 +32,8 @@ from pulumi.runtime.proto import (
     engine_pb2_grpc,
     language_pb2,
     language_pb2_grpc,
+    resource_pb2,
+    resource_pb2_grpc,
 )
 
 from tools.e2e.build import BIN_LINKS, PROJECT_ROOT, write_language_host
@@ -75,11 +78,43 @@ class FakeEngine(engine_pb2_grpc.EngineServicer):
 
 
 @dataclass
+class FakeMonitor(resource_pb2_grpc.ResourceMonitorServicer):
+    """A resource monitor that accepts every registration and supports no optional feature."""
+
+    registered: list[str] = field(default_factory=list)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def SupportsFeature(  # noqa: N802
+        self, request: resource_pb2.SupportsFeatureRequest, context: grpc.ServicerContext
+    ) -> resource_pb2.SupportsFeatureResponse:
+        return resource_pb2.SupportsFeatureResponse(hasSupport=False)
+
+    def RegisterResource(  # noqa: N802
+        self, request: resource_pb2.RegisterResourceRequest, context: grpc.ServicerContext
+    ) -> resource_pb2.RegisterResourceResponse:
+        self.registered.append(request.type)
+        urn = f"urn:pulumi:s::p::{request.type}::{request.name}"
+        return resource_pb2.RegisterResourceResponse(urn=urn)
+
+    def RegisterResourceOutputs(  # noqa: N802
+        self, request: resource_pb2.RegisterResourceOutputsRequest, context: grpc.ServicerContext
+    ) -> empty_pb2.Empty:
+        self.outputs[request.urn] = json_format.MessageToDict(request.outputs)
+        return empty_pb2.Empty()
+
+
+@dataclass
 class Host:
     process: subprocess.Popen[bytes]
     stub: language_pb2_grpc.LanguageRuntimeStub
     engine: FakeEngine
     engine_address: str
+    monitor: FakeMonitor
+    stderr_path: Path
+
+    def stderr(self) -> str:
+        """What the host and its programs wrote to stderr (the CLI would show it the user)."""
+        return self.stderr_path.read_text(errors="replace")
 
 
 def read_line(stream: object, timeout: float) -> bytes:
@@ -122,21 +157,29 @@ def wrapper(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def host(wrapper: Path) -> Iterator[Host]:
-    engine = FakeEngine()
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+def host(wrapper: Path, tmp_path: Path) -> Iterator[Host]:
+    engine, monitor = FakeEngine(), FakeMonitor()
+    server = grpc.server(ThreadPoolExecutor(max_workers=8))
     engine_pb2_grpc.add_EngineServicer_to_server(engine, server)
+    resource_pb2_grpc.add_ResourceMonitorServicer_to_server(monitor, server)
     engine_address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     server.start()
     env = {**os.environ, "PULUMI_PYTHON_CMD": str(VENV_PYTHON)}
-    process = subprocess.Popen(
-        [str(wrapper), engine_address], stdout=subprocess.PIPE, env=env, start_new_session=True
-    )
+    stderr_path = tmp_path / "host.stderr"
+    with stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(
+            [str(wrapper), engine_address],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,
+        )
     try:
         assert process.stdout is not None
         port = int(read_line(process.stdout, START_TIMEOUT_S))
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        yield Host(process, language_pb2_grpc.LanguageRuntimeStub(channel), engine, engine_address)
+        stub = language_pb2_grpc.LanguageRuntimeStub(channel)
+        yield Host(process, stub, engine, engine_address, monitor, stderr_path)
         channel.close()
     finally:
         stop_group(process)
@@ -245,6 +288,102 @@ def test_run_of_a_folder_without_main_is_reported_to_the_engine(host: Host, tmp_
     assert response.bail and not response.error
     errors = [log.message for log in host.engine.logs if log.severity == engine_pb2.ERROR]
     assert any("unable to find main python program `__main__.py`" in m for m in errors), errors
+
+
+PROBE_PROGRAM = """\
+import pulumi
+from pulumi.runtime.config import is_config_secret
+
+
+class Box(pulumi.ComponentResource):
+    def __init__(self, name):
+        super().__init__("test:index:Box", name)
+        self.register_outputs({})
+
+
+Box("box")
+seen = [pulumi.get_project(), pulumi.get_stack(), pulumi.runtime.is_dry_run()]
+pulumi.export("seen", [*seen, pulumi.Config().require("greeting"), is_config_secret("p:token")])
+"""
+
+
+def run_request(host: Host, program: Path, **fields: object) -> language_pb2.RunRequest:
+    return language_pb2.RunRequest(
+        info=program_info(program, toolchain="pip", virtualenv=str(VENV)),
+        pwd=str(program),
+        project="p",
+        stack="s",
+        monitor_address=host.engine_address,  # the fake monitor shares the engine's server
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_run_configures_the_sdk_from_the_request(host: Host, tmp_path: Path) -> None:
+    """Project, stack, dry run and config (secrets marked) reach the program, which registers
+    its stack and resources with the monitor."""
+    (tmp_path / "__main__.py").write_text(PROBE_PROGRAM)
+    request = run_request(
+        host,
+        tmp_path,
+        dryRun=True,
+        config={"p:greeting": "hi", "p:token": "abc"},
+        configSecretKeys=["p:token"],
+    )
+    response = host.stub.Run(request, timeout=120)
+    assert (response.error, response.bail) == ("", False), host.stderr()
+    assert host.monitor.registered == ["pulumi:pulumi:Stack", "test:index:Box"]
+    outputs = host.monitor.outputs["urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"]
+    assert outputs["seen"] == ["p", "s", True, "hi", True]
+
+
+def test_run_error_is_logged_without_traceback(host: Host, tmp_path: Path) -> None:
+    (tmp_path / "__main__.py").write_text("import pulumi\nraise pulumi.RunError('no way')\n")
+    response = host.stub.Run(run_request(host, tmp_path), timeout=120)
+    assert response.error == "program exited with non-zero exit code: 1"
+    errors = [log.message for log in host.engine.logs if log.severity == engine_pb2.ERROR]
+    assert errors == ["no way"]
+
+
+def test_unhandled_exception_is_logged_from_the_program_frames_on(
+    host: Host, tmp_path: Path
+) -> None:
+    (tmp_path / "__main__.py").write_text(
+        "def boom():\n    raise ValueError('bad value')\nboom()\n"
+    )
+    response = host.stub.Run(run_request(host, tmp_path), timeout=120)
+    assert response.bail and not response.error
+    errors = [log.message for log in host.engine.logs if log.severity == engine_pb2.ERROR]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("Program failed with an unhandled exception:\nTraceback")
+    assert "ValueError: bad value" in errors[0]
+    assert "executor.py" not in errors[0] and "runpy" not in errors[0]
+
+
+def test_cancel_interrupts_a_running_program_quietly(host: Host, tmp_path: Path) -> None:
+    """Cancel (like the engine closing the host) interrupts the program, which exits without
+    a KeyboardInterrupt traceback that would bury the real error in the CLI's output."""
+    started = tmp_path / "started"
+    (tmp_path / "__main__.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(600)\n"
+    )
+    request = language_pb2.RunRequest(
+        info=program_info(tmp_path, toolchain="pip", virtualenv=str(VENV)),
+        pwd=str(tmp_path),
+        project="p",
+        stack="s",
+        monitor_address=host.engine_address,
+    )
+    running = host.stub.Run.future(request, timeout=120)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, f"the program did not start:\n{host.stderr()}"
+        assert not running.done(), running.result()
+        time.sleep(0.1)
+    host.stub.Cancel(empty_pb2.Empty(), timeout=30)
+    response = running.result(timeout=30)
+    assert response.error == "program exited with non-zero exit code: 130"
+    assert "KeyboardInterrupt" not in host.stderr()
+    assert "Traceback" not in host.stderr()
 
 
 def test_run_plugin_streams_output_and_exit_code(host: Host, tmp_path: Path) -> None:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import runpy
+import signal
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +54,18 @@ def _user_traceback(main_file: str) -> str:
     return traceback.format_exc()
 
 
+def _exit_quietly(signum: int, _frame: object) -> None:
+    """SIGINT reaches a program only when the engine shuts its plugins down or cancels the run
+    (the CLI's own Ctrl-C never does: plugins have their own process group). A KeyboardInterrupt
+    traceback then would only bury the error the user needs to see."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # best effort: the handler may interrupt a write
+            stream.flush()
+    os._exit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, _exit_quietly)
     args = _parse(argv)
     try:
         import pulumi

@@ -155,7 +155,9 @@ for key, (name, version) in sorted(dists.items()):
                 break
     except Exception:
         pass
-    out.append({"name": key, "version": version, "required": key in required, "plugin_json": plugin})
+    out.append(
+        {"name": key, "version": version, "required": key in required, "plugin_json": plugin}
+    )
 json.dump(out, sys.stdout)
 """
 
