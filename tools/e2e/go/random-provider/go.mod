@@ -1,3 +1,7 @@
+// The checksum database has no record of the Terraform provider's pseudo-version nor of bridge
+// v3.119.0, so changing this file's requirements needs
+// GONOSUMDB=github.com/terraform-providers/terraform-provider-random,github.com/pulumi/pulumi-terraform-bridge
+// (their hashes in go.sum equal those in pulumi-random v4.19.1's go.sum). Builds check go.sum only.
 module ai-platform/tools/e2e/go/random-provider
 
 go 1.26.8
