@@ -20,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,10 @@ PROGRESS_EVERY_S = 20.0
 KUBERNETES_PROVIDER_VERSION = "4.25.0"
 """The release of the commit ``go/kubernetes-provider/go.mod`` requires (the provider module has no
 tags of its own, only pseudo-versions); the ``pulumi-kubernetes`` pin in pyproject.toml is this."""
+
+RANDOM_PROVIDER_VERSION = "4.19.1"
+"""The pulumi-random release built from the bridge and terraform-provider-random versions that
+``go/random-provider/go.mod`` requires; the ``pulumi-random`` pin in pyproject.toml must be this."""
 
 
 class BuildError(RuntimeError):
@@ -102,6 +107,11 @@ class GoTool:
     """Writes the files a main package embeds and the module lacks (into an ignored folder)."""
     version_of: Callable[[Path], str] = field(default=lambda _: "")
     """The release the tool reports, for the report and the docs."""
+    sources: tuple[str, ...] = ()
+    """Globs of the Go files we wrote in the tool's folder: part of the key, like go.sum."""
+    generate: Callable[[GoTool, Path, Callable[[str], None]], None] | None = None
+    """Runs after ``prepare`` with a scratch folder, for embedded files that a program of the
+    tool's own module writes (built there first, with ``_build_binary``)."""
 
     @property
     def module_dir(self) -> Path:
@@ -111,6 +121,9 @@ class GoTool:
         digest = hashlib.sha256()
         for part in ("go.mod", "go.sum"):
             digest.update((self.module_dir / part).read_bytes())
+        for path in sorted({p for pattern in self.sources for p in self.module_dir.glob(pattern)}):
+            digest.update(path.relative_to(self.module_dir).as_posix().encode())
+            digest.update(path.read_bytes())
         recipe = [
             [(b.name, b.package) for b in self.binaries],
             self.ldflags(self.module_dir),
@@ -160,6 +173,32 @@ def _prepare_kubernetes_provider(module_dir: Path) -> None:
     schema = json.loads((source / "schema.json").read_text())
     schema["version"] = KUBERNETES_PROVIDER_VERSION
     (target / "schema-embed.json").write_text(json.dumps(schema))
+
+
+_TF_RANDOM_MODULE = "github.com/terraform-providers/terraform-provider-random"
+_RANDOM_VERSION_VAR = "ai-platform/tools/e2e/go/random-provider/random.Version"
+
+
+def _generate_random_schema(tool: GoTool, scratch: Path, log: Callable[[str], None]) -> None:
+    """The provider embeds the schema and bridge metadata that its tfgen writes from the Terraform
+    provider and its docs (examples are skipped: converting them needs a converter plugin and only
+    adds prose). tfgen leaves the version out; it is set as upstream's generate.go does."""
+    tfgen = Binary("pulumi-tfgen-random", "./tfgen")
+    _build_binary(tool, tfgen, scratch, log)
+    out = tool.module_dir / "cmd"
+    shutil.rmtree(out, ignore_errors=True)
+    env = go_env()
+    env["TERRAFORM_PROVIDER_RANDOM_DIR"] = str(module_dir_of(tool.module_dir, _TF_RANDOM_MODULE))
+    env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+    args = [str(scratch / tfgen.name), "schema", "--skip-examples", "--quiet", "--out", str(out)]
+    done = subprocess.run(
+        args, cwd=tool.module_dir, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0 or not (out / "schema.json").is_file():
+        raise BuildError(f"{tool.name}: {tfgen.name} schema failed:\n{done.stderr.strip()}")
+    schema = json.loads((out / "schema.json").read_text())
+    schema["version"] = RANDOM_PROVIDER_VERSION
+    (out / "schema.json").write_text(json.dumps(schema))
 
 
 _PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
@@ -218,6 +257,14 @@ TOOLS: dict[str, GoTool] = {
                 f"-X sigs.k8s.io/kwok/pkg/consts.Version={required_version(d, 'sigs.k8s.io/kwok')}",
             ],
             version_of=lambda d: required_version(d, "sigs.k8s.io/kwok"),
+        ),
+        GoTool(
+            name="random-provider",
+            binaries=(Binary("pulumi-resource-random", "."),),
+            ldflags=lambda _: ["-s", "-w", f"-X {_RANDOM_VERSION_VAR}={RANDOM_PROVIDER_VERSION}"],
+            version_of=lambda _: RANDOM_PROVIDER_VERSION,
+            sources=("*.go", "random/*.go", "tfgen/*.go", "shim/*"),
+            generate=_generate_random_schema,
         ),
     )
 }
@@ -298,6 +345,9 @@ def build(tool: GoTool, log: Callable[[str], None] = print) -> Path:
     partial.mkdir(parents=True)
     if tool.prepare is not None:
         tool.prepare(tool.module_dir)
+    if tool.generate is not None:
+        with tempfile.TemporaryDirectory(prefix=f"{tool.name}-") as scratch:
+            tool.generate(tool, Path(scratch), log)
     for binary in tool.binaries:
         _build_binary(tool, binary, partial, log)
     seconds = time.monotonic() - started
