@@ -44,7 +44,9 @@ class PriorityClasses(pulumi.ComponentResource):
                 f"{name}-{spec.name}",
                 metadata={"name": spec.name, "labels": platform_labels()},
                 value=spec.value,
-                global_default=spec.global_default,
+                # Unset rather than false: the provider drops a false globalDefault (the API
+                # omits it), and what we render must be what it sends.
+                global_default=spec.global_default or None,
                 preemption_policy=spec.preemption_policy,
                 description=spec.description,
                 opts=pulumi.ResourceOptions(parent=self),

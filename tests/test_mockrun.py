@@ -48,3 +48,22 @@ def test_every_event_loop_of_a_run_is_closed_when_it_returns() -> None:
         if enabled:
             gc.enable()
     assert left_open == []
+
+
+def test_urns_are_the_engines_the_root_stack_type_is_not_in_its_childrens() -> None:
+    """The engine leaves the root stack's type out of its children's URNs (and keeps a component
+    parent's): the offline report's URNs must be those ``pulumi up`` records."""
+    import pulumi
+
+    def program() -> None:
+        parent = pulumi.ComponentResource("aiplatform:test:Parent", "outer")
+        pulumi.ComponentResource(
+            "aiplatform:test:Child", "inner", opts=pulumi.ResourceOptions(parent=parent)
+        )
+
+    run = run_under_mocks(program, stack="dev", config={}, fresh_modules=False)
+    urns = sorted(r.urn for r in run.resources)
+    assert urns == [
+        "urn:pulumi:dev::ai-platform::aiplatform:test:Parent$aiplatform:test:Child::inner",
+        "urn:pulumi:dev::ai-platform::aiplatform:test:Parent::outer",
+    ]

@@ -31,6 +31,7 @@ T = TypeVar("T")
 SECRET_MARK = "[secret]"
 """What a secret value becomes in captured inputs: secrets never reach manifests or reports."""
 UNKNOWN_MARK = "[unknown]"
+STACK_TYPE = "pulumi:pulumi:Stack"
 OUR_PACKAGES = ("infra", "components")
 """Our import roots: purged before each run so module state cannot leak between runs."""
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -109,9 +110,16 @@ class CapturingMonitor(MockMonitor):
         super().__init__(mocks)
         self.captured: list[CapturedResource] = []
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """URNs as the engine makes them: the root stack's type is not part of its children's
+        (the SDK's mock prefixes it, so offline URNs would differ from ``pulumi up``'s)."""
+        if parent.split("::")[2:3] == [STACK_TYPE]:
+            parent = ""
+        return super().make_urn(parent, type_, name)
+
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:  # noqa: N802
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == STACK_TYPE:
             return response
         secret_paths: list[str] = []
         raw = rpc.deserialize_properties(request.object, keep_unknowns=True)

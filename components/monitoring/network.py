@@ -381,8 +381,9 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
             ns,
             {
                 "podSelector": _pods(COMPONENT_FLUENT_BIT),
+                # No ingress rules: with Ingress in policyTypes, nothing may connect. (An empty
+                # list would mean the same, and the provider drops it.)
                 "policyTypes": ["Ingress", "Egress"],
-                "ingress": [],
                 "egress": [
                     {"to": [gateway], "ports": _ports([LOKI_GATEWAY_PORT])},
                     # The kubernetes filter reads pod metadata from the API server.

@@ -47,8 +47,8 @@ def test_a_broken_manifest_is_reported(prod_run):
     manifest = dict(prod_run.find("ClusterQueue", "team-research").inputs)
     manifest["spec"] = {**manifest["spec"], "cohort": "v1beta1-field"}
     assert any("cohort" in error for error in schema_errors(manifest))
-    assert schema_errors({"apiVersion": "ray.io/v1", "kind": "RayCluster"}) == [
-        "no schema for ray.io/v1 RayCluster"
+    assert schema_errors({"apiVersion": "example.com/v1", "kind": "Widget"}) == [
+        "no schema for example.com/v1 Widget"
     ]
 
 

@@ -14,7 +14,13 @@ import pytest
 from components.gpu_node_pool import KarpenterBackend, nodepool_spec, scheduling_contract
 from infra.config import PlatformConfig, StackFile
 from infra.stack import _pool_args
-from tools.e2e.nodes import fake_nodes, karpenter_node_count
+from tools.e2e.nodes import (
+    POOL_ANNOTATION,
+    SYSTEM_NODES,
+    SYSTEM_POOL,
+    fake_nodes,
+    karpenter_node_count,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,14 +29,35 @@ def _config(stack: str) -> PlatformConfig:
     return StackFile(ROOT / f"Pulumi.{stack}.yaml").platform_config()
 
 
+def _pool_nodes(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [n for n in nodes if n["metadata"]["annotations"][POOL_ANNOTATION] != SYSTEM_POOL]
+
+
 @pytest.fixture(scope="module")
 def dev() -> list[dict[str, Any]]:
-    return fake_nodes(_config("dev"))
+    return _pool_nodes(fake_nodes(_config("dev")))
 
 
 @pytest.fixture(scope="module")
 def prod() -> list[dict[str, Any]]:
-    return fake_nodes(_config("prod"))
+    return _pool_nodes(fake_nodes(_config("prod")))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_cluster_has_untainted_system_nodes_first(stack):
+    """Operators, Prometheus and CPU-only services need nodes without the GPU taint; every
+    stack gets the same three, before its pools, spread over the stack's zones."""
+    nodes = fake_nodes(_config(stack))
+    system = nodes[:SYSTEM_NODES]
+    assert [n["metadata"]["name"] for n in system] == ["system-1", "system-2", "system-3"]
+    for node in system:
+        assert node["metadata"]["annotations"][POOL_ANNOTATION] == SYSTEM_POOL
+        assert "taints" not in node["spec"]
+        assert node["status"]["allocatable"]["cpu"] == "32"
+        assert not any(key.startswith("nvidia.com/") for key in node["status"]["allocatable"])
+    assert all(
+        n["metadata"]["annotations"][POOL_ANNOTATION] != SYSTEM_POOL for n in nodes[SYSTEM_NODES:]
+    )
 
 
 def _by_name(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -221,5 +248,6 @@ def test_fake_nodes_is_pure(dev):
     """Two calls, equal results, and the config is not touched (the runner calls it twice)."""
     config = _config("dev")
     before = config.model_dump()
-    assert fake_nodes(config) == fake_nodes(config) == dev
+    assert fake_nodes(config) == fake_nodes(config)
+    assert _pool_nodes(fake_nodes(config)) == dev
     assert config.model_dump() == before

@@ -429,6 +429,11 @@ def build_all(names: Sequence[str] = (), log: Callable[[str], None] = print) -> 
     return bin_dir
 
 
+def versions() -> dict[str, str]:
+    """Each tool's release, for reports and docs."""
+    return {name: tool.version_of(tool.module_dir) for name, tool in TOOLS.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.e2e build", description=__doc__)
     parser.add_argument("tools", nargs="*", help=f"any of: {', '.join(TOOLS)} (default: all)")

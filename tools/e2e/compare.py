@@ -10,6 +10,7 @@ are listed apart, never silently counted as equal. Every other difference is pri
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +20,29 @@ from typing import Any
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """How the engine spells an unknown value in ``pulumi preview --json``."""
 SECRET = "[secret]"
-ENGINE_INPUTS = {"pulumi:providers:kubernetes": {"version"}}
-"""Inputs the engine adds to a resource that the program never sent (the plugin version a
-provider resource was registered with): compared apart from the program's."""
+ENGINE_INPUTS = {"pulumi:providers:kubernetes": {"version", "__internal"}}
+"""Inputs the engine adds to a provider resource that the program never sent (the plugin version
+it was registered with, the engine's own bookkeeping)."""
+RELEASE = "kubernetes:helm.sh/v3:Release"
+PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
+    RELEASE: {
+        **dict.fromkeys(
+            (
+                "allowNullValues", "dependencyUpdate", "devel", "disableCRDHooks",
+                "disableOpenapiValidation", "disableWebhooks", "forceUpdate", "lint",
+                "recreatePods", "renderSubchartNotes", "replace", "resetValues", "reuseValues",
+                "skipCrds", "verify", "waitForJobs",
+            ),
+            False,
+        ),
+        **dict.fromkeys(("description", "keyring", "postrender"), ""),
+    },
+}  # fmt: skip
+"""What the Kubernetes provider's Check fills in when the program leaves a field unset: the
+real preview shows these; they count as equal only at exactly these values."""
+SDK_MARKERS = {RELEASE: {"compat"}}
+"""Inputs the SDK sends for the provider's own use, which its Check removes."""
+SECRET_TYPE = "kubernetes:core/v1:Secret"
 
 
 @dataclass
@@ -111,6 +132,32 @@ def real_resources(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def provider_view(
+    type_token: str, real: dict[str, Any], offline: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both sides as the provider's Check leaves them, so only real differences remain: the
+    engine's additions dropped, the provider's defaults filled in offline, the SDK's markers
+    dropped offline, and a Secret's ``stringData`` folded into ``data`` as the provider does
+    with known values (with secret values the whole field is secret; values unknown until
+    creation stay in ``stringData``)."""
+    real = {k: v for k, v in real.items() if k not in ENGINE_INPUTS.get(type_token, set())}
+    offline = {k: v for k, v in offline.items() if k not in SDK_MARKERS.get(type_token, set())}
+    for key, default in PROVIDER_DEFAULTS.get(type_token, {}).items():
+        offline.setdefault(key, default)
+    if type_token == SECRET_TYPE and "stringData" in offline and "stringData" not in real:
+        string_data = offline.pop("stringData")
+        if real.get("data") == SECRET or string_data == SECRET:
+            offline["data"] = SECRET
+        elif isinstance(string_data, dict):
+            encoded = {k: _base64(v) for k, v in string_data.items()}
+            offline["data"] = {**(offline.get("data") or {}), **encoded}
+    return real, offline
+
+
+def _base64(value: Any) -> str:
+    return base64.b64encode(str(value).encode()).decode()
+
+
 def compare(preview: dict[str, Any], report: dict[str, Any]) -> Comparison:
     real = real_resources(preview)
     offline = {r["urn"]: r for r in report["resources"]}
@@ -128,11 +175,10 @@ def compare(preview: dict[str, Any], report: dict[str, Any]) -> Comparison:
             result.differences.append(
                 f"{urn}: parent real {theirs.get('parent')}, offline {mine.get('parent')}"
             )
-        engine_added = ENGINE_INPUTS.get(mine["type"], set())
-        real_inputs = {
-            k: v for k, v in (theirs.get("inputs") or {}).items() if k not in engine_added
-        }
-        for kind, text in _diff(real_inputs, mine.get("inputs") or {}, ""):
+        real_inputs, offline_inputs = provider_view(
+            mine["type"], theirs.get("inputs") or {}, mine.get("inputs") or {}
+        )
+        for kind, text in _diff(real_inputs, offline_inputs, ""):
             target = result.unknown_in_real if kind == "unknown" else result.differences
             target.append(f"{urn}: {text}")
     return result

@@ -79,6 +79,12 @@ DEFAULT_EPHEMERAL_STORAGE: Final = "500Gi"
 """Node disk when the config says nothing (static servers, pools without their node class)."""
 DEFAULT_MAX_PODS: Final = 110
 """The kubelet's default ``maxPods``; a node class's ``kubelet.maxPods`` overrides it."""
+SYSTEM_POOL: Final = "system"
+SYSTEM_NODES: Final = 3
+SYSTEM_SHAPE: Final = {"cpu": "32", "memory": "128Gi"}
+"""The general-purpose nodes every cluster has besides its GPU pools, where the platform's
+operators, Prometheus, Loki and CPU-only services run (the stack file does not describe them:
+they are the cluster's, not the platform's). Untainted, one per zone of the stack."""
 
 
 @dataclass(frozen=True)
@@ -317,12 +323,34 @@ def _karpenter_nodes(
     return nodes
 
 
+def system_nodes(zones: Sequence[str]) -> list[dict[str, Any]]:
+    """The cluster's untainted general-purpose nodes (``SYSTEM_SHAPE``), spread over ``zones``."""
+    resources = {
+        **SYSTEM_SHAPE,
+        "ephemeral-storage": DEFAULT_EPHEMERAL_STORAGE,
+        "pods": str(DEFAULT_MAX_PODS),
+    }
+    spread = list(zones) or [DEFAULT_ZONE]
+    return [
+        _node(
+            f"{SYSTEM_POOL}-{index + 1}",
+            SYSTEM_POOL,
+            {ZONE_LABEL: spread[index % len(spread)]},
+            [],
+            resources,
+            "amd64",
+        )
+        for index in range(SYSTEM_NODES)
+    ]
+
+
 def fake_nodes(config: PlatformConfig) -> list[dict[str, Any]]:
-    """Node manifests for every pool of the stack, in pool order (pure: no cluster)."""
+    """Node manifests: the cluster's system nodes, then every pool of the stack in pool order
+    (pure: no cluster)."""
     stack_zones = sorted(
         {zone for pool in config.node_pools if pool.karpenter for zone in pool.karpenter.zones}
     )
-    nodes: list[dict[str, Any]] = []
+    nodes = system_nodes(stack_zones)
     for pool in config.node_pools:
         args = _pool_args(pool)
         if pool.backend == "static":

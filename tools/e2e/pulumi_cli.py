@@ -6,8 +6,10 @@ with the command, the exit code and the tail of what it printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from .build import PROJECT_ROOT
 PASSPHRASE = "ai-platform-e2e"
 """The e2e stacks' secrets provider passphrase: the stacks hold only test values."""
 DEFAULT_TIMEOUT_S = 900.0
+STOP_GRACE_S = 20.0
 ORGANIZATION = "organization"
 """A file backend's organization: what a fully-qualified StackReference names."""
 
@@ -95,21 +98,29 @@ class PulumiCli:
         log = self.work_dir / "logs" / f"{self._calls:02d}-pulumi-{args[0]}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         command = ["pulumi", *args, "--non-interactive"]
+        # Its own process group: the CLI's plugins (providers, the language host, policy packs)
+        # are its children, and a timeout or an interrupt must stop all of them, not orphan them.
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=self.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            done = subprocess.run(
-                command,
-                cwd=cwd,
-                env=self.env(),
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            output = _text(exc.stdout) + _text(exc.stderr)
+            stdout, stderr = process.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = stop_group(process)
+            output = stdout + stderr
             log.write_text(f"$ {' '.join(command)}  (in {cwd})\n{output}\n[timed out]\n")
             raise CliError(args, None, output, log) from None
+        except BaseException:
+            stop_group(process)
+            raise
+        done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         log.write_text(
             f"$ {' '.join(command)}  (in {cwd})\n[exit {done.returncode}]\n"
             f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}\n"
@@ -119,7 +130,20 @@ class PulumiCli:
         return Result(done.returncode, done.stdout, done.stderr)
 
 
-def _text(value: str | bytes | None) -> str:
-    if value is None:
-        return ""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
+def stop_group(process: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> tuple[str, str]:
+    """Interrupt the CLI as Ctrl-C would (it cancels and stops its plugins), then kill whatever
+    of its process group is left; returns what it printed."""
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, grace_s)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            stdout, stderr = process.communicate(timeout=wait_s)
+            if sig == signal.SIGINT:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)  # plugins that outlived the CLI
+            return stdout or "", stderr or ""
+        except subprocess.TimeoutExpired:
+            continue
+    return "", ""

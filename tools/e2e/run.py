@@ -24,7 +24,7 @@ from typing import Any
 from components.constants import PROJECT
 
 from . import build as builds
-from .cluster import LocalCluster, shared_dir
+from .cluster import LocalCluster, Terminated, shared_dir
 from .compare import compare
 from .pulumi_cli import ORGANIZATION, CliError, PulumiCli
 from .readback import check_objects, check_workloads
@@ -51,10 +51,12 @@ which is mandatory in every stack's policy config."""
 BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
-def cluster_overrides(shared: Path) -> dict[str, Any]:
-    """What the e2e stack changes, and why: charts from the local mirror (the fake cluster has
-    no way out), nothing else."""
+def cluster_overrides(shared: Path, kubeconfig: Path) -> dict[str, Any]:
+    """What the e2e stack changes, and why: the local cluster's kubeconfig (named in the stack,
+    so nothing depends on the environment) and charts from the local mirror (the fake cluster
+    has no way out); nothing else."""
     return {
+        "cluster": ({"kubeconfig": str(kubeconfig)}, "the local cluster's kubeconfig"),
         "charts": (
             {"source": "directory", "directory": str(shared / "charts")},
             "charts from the local mirror (no traffic beyond loopback)",
@@ -81,6 +83,10 @@ class E2E:
     # --- helpers ---
 
     @property
+    def cluster_dir(self) -> Path:
+        return self.work_dir / "cluster"
+
+    @property
     def project(self) -> Path:
         assert self.e2e_stack is not None
         return self.e2e_stack.project_dir
@@ -101,30 +107,38 @@ class E2E:
     # --- the run ---
 
     def run(self) -> int:
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-        self.work_dir.mkdir(parents=True)
+        # A fresh run, except the cluster folder: its state file is how a crashed earlier run's
+        # processes are found and stopped.
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        for entry in self.work_dir.iterdir():
+            if entry == self.cluster_dir:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         try:
             with self.report.step("build the real parts") as step:
                 bin_dir = builds.build_all(log=lambda line: print(f"    {line}", flush=True))
                 step.detail.append(f"binaries in {bin_dir}")
                 self.report.facts["versions"] = builds.versions()
+            cluster = self.cluster = LocalCluster(
+                self.stack,
+                work_dir=self.cluster_dir,
+                bin_dir=bin_dir,
+                log=lambda line: print(f"    {line}", flush=True),
+            )
             with self.report.step("derive the e2e stack") as step:
                 self.e2e_stack = derive(
                     self.stack,
                     work_dir=self.work_dir,
-                    overrides=cluster_overrides(shared_dir()),
+                    overrides=cluster_overrides(shared_dir(), cluster.kubeconfig),
                 )
                 step.detail += [c.describe() for c in self.e2e_stack.changes]
                 self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
             with self.report.step("offline preview of the e2e stack") as step:
                 self.offline_preview(step.detail)
-            self.cluster = LocalCluster(
-                self.stack,
-                work_dir=self.work_dir / "cluster",
-                bin_dir=bin_dir,
-                log=lambda line: print(f"    {line}", flush=True),
-            )
-            with self.cluster.running() as cluster:
+            with cluster.running():
                 self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
                 with self.report.step("stack init and test secrets") as step:
                     self.init_stack(step.detail)
@@ -139,7 +153,7 @@ class E2E:
                 self.step("a bad manifest fails the policy pack", self.bad_manifest)
         except (StepFailedError, CliError):
             pass
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated):
             print("interrupted: the cluster was stopped", file=sys.stderr)
             self.report.write()
             return 130
