@@ -209,6 +209,27 @@ def _pulumi_version(module_dir: Path) -> str:
     return required_version(module_dir, "github.com/pulumi/pulumi/pkg/v3")
 
 
+_KUEUE_VERSION_PKG = "sigs.k8s.io/kueue/pkg/version"
+
+
+def _kueue_version(module_dir: Path) -> str:
+    return required_version(module_dir, "sigs.k8s.io/kueue")
+
+
+def _stamp_kueue(module_dir: Path) -> list[str]:
+    """The ``-X`` flags of Kueue's Makefile (a module zip carries no commit, so GitCommit keeps
+    its placeholder; a fixed build date keeps the cache key stable), plus one for running out of
+    cluster: the visibility server writes its self-signed certificate to the hard-coded container
+    path ``/visibility``; relative, it lands in the controller's working directory instead."""
+    return [
+        "-s",
+        "-w",
+        f"-X {_KUEUE_VERSION_PKG}.GitVersion={_kueue_version(module_dir)}",
+        f"-X {_KUEUE_VERSION_PKG}.BuildDate=1970-01-01T00:00:00Z",
+        "-X sigs.k8s.io/kueue/pkg/visibility.certDir=visibility",
+    ]
+
+
 TOOLS: dict[str, GoTool] = {
     tool.name: tool
     for tool in (
@@ -257,6 +278,12 @@ TOOLS: dict[str, GoTool] = {
                 f"-X sigs.k8s.io/kwok/pkg/consts.Version={required_version(d, 'sigs.k8s.io/kwok')}",
             ],
             version_of=lambda d: required_version(d, "sigs.k8s.io/kwok"),
+        ),
+        GoTool(
+            name="kueue",
+            binaries=(Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue"),),
+            ldflags=_stamp_kueue,
+            version_of=_kueue_version,
         ),
         GoTool(
             name="random-provider",
