@@ -594,6 +594,7 @@ class LocalCluster:
             self._start_controllers(binaries)
             self._install_crds(config)
             self._create_nodes(config)
+            self._start_provisioner(binaries["kubectl"])
             self._wait_default_service_account()
         except BaseException:
             self.log("cluster: start failed, stopping what was started")
@@ -920,6 +921,20 @@ class LocalCluster:
         )
         self._wait("kube-scheduler", "ready", lambda: self._https_ok(ports["scheduler"], "/readyz"))
         self._wait("kwok", "healthy", lambda: self._https_ok(ports["kwok"], "/healthz"))
+
+    def _start_provisioner(self, kubectl: Path) -> None:
+        """The volume provisioner standing in for the CSI drivers (tools/e2e/provisioner.py);
+        run as a script: it needs nothing of the project."""
+        self._spawn(
+            "provisioner",
+            [
+                sys.executable,
+                str(Path(__file__).resolve().parent / "provisioner.py"),
+                f"--kubectl={kubectl}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--context={self.context}",
+            ],
+        )
 
     def _install_crds(self, config: PlatformConfig) -> None:
         files = preinstalled_crds(config)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,8 @@ real preview shows these; they count as equal only at exactly these values."""
 SDK_MARKERS = {RELEASE: {"compat"}}
 """Inputs the SDK sends for the provider's own use, which its Check removes."""
 SECRET_TYPE = "kubernetes:core/v1:Secret"
+PROVIDER_DEFAULT_NAMESPACE = "default"
+"""The provider's default namespace (the kubeconfig context names none)."""
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Comparison:
     only_offline: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     unknown_in_real: list[str] = field(default_factory=list)
+    assumed_namespaced: list[str] = field(default_factory=list)
     compared: int = 0
 
     @property
@@ -64,6 +67,11 @@ class Comparison:
         out += [f"only in the real preview: {urn}" for urn in self.only_real]
         out += [f"only in the offline preview: {urn}" for urn in self.only_offline]
         out += self.differences
+        if self.assumed_namespaced:
+            out.append(
+                f"{len(self.assumed_namespaced)} custom resources of kinds whose CRD a chart of "
+                "the same update installs: the provider assumed them namespaced"
+            )
         if self.unknown_in_real:
             out.append(
                 f"{len(self.unknown_in_real)} values unknown to the real preview until creation:"
@@ -79,6 +87,7 @@ class Comparison:
             "onlyOffline": self.only_offline,
             "differences": self.differences,
             "unknownInReal": self.unknown_in_real,
+            "assumedNamespaced": self.assumed_namespaced,
         }
 
 
@@ -158,7 +167,27 @@ def _base64(value: Any) -> str:
     return base64.b64encode(str(value).encode()).decode()
 
 
-def compare(preview: dict[str, Any], report: dict[str, Any]) -> Comparison:
+def assumed_namespaced(
+    real: dict[str, Any], offline: dict[str, Any], unknown_kinds: Collection[str]
+) -> bool:
+    """The provider cannot tell the scope of a kind whose CRD the cluster does not have yet (a
+    chart installs it later in the same update): it assumes namespaced, fills in its default
+    namespace, and corrects that when it creates the object. Only then is a namespace that the
+    program did not set not a difference."""
+    kind = f"{offline.get('apiVersion')}/{offline.get('kind')}"
+    real_namespace = (real.get("metadata") or {}).get("namespace")
+    return (
+        kind in unknown_kinds
+        and real_namespace == PROVIDER_DEFAULT_NAMESPACE
+        and "namespace" not in (offline.get("metadata") or {})
+    )
+
+
+def compare(
+    preview: dict[str, Any], report: dict[str, Any], unknown_kinds: Collection[str] = ()
+) -> Comparison:
+    """``unknown_kinds``: ``apiVersion/kind`` of custom resources the cluster did not serve when
+    the real preview ran (see :func:`assumed_namespaced`)."""
     real = real_resources(preview)
     offline = {r["urn"]: r for r in report["resources"]}
     result = Comparison(
@@ -178,6 +207,12 @@ def compare(preview: dict[str, Any], report: dict[str, Any]) -> Comparison:
         real_inputs, offline_inputs = provider_view(
             mine["type"], theirs.get("inputs") or {}, mine.get("inputs") or {}
         )
+        if assumed_namespaced(real_inputs, offline_inputs, unknown_kinds):
+            real_inputs = {
+                **real_inputs,
+                "metadata": {k: v for k, v in real_inputs["metadata"].items() if k != "namespace"},
+            }
+            result.assumed_namespaced.append(urn)
         for kind, text in _diff(real_inputs, offline_inputs, ""):
             target = result.unknown_in_real if kind == "unknown" else result.differences
             target.append(f"{urn}: {text}")
