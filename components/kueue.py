@@ -33,6 +33,7 @@ from .constants import (
     CLUSTER_QUEUE_PREFIX,
     GPU_CAPACITY_ANNOTATION,
     GPU_RESOURCE_ANNOTATION,
+    KUBE_SYSTEM_NAMESPACE,
     KUEUE_API_VERSION,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
@@ -120,6 +121,19 @@ def manager_config(fair_sharing: bool) -> dict[str, Any]:
         "clientConnection": {"qps": 50, "burst": 100},
         # Only jobs that name a LocalQueue are queued; CPU-only jobs stay outside Kueue.
         "manageJobsWithoutQueueName": False,
+        # Kueue's webhooks (failurePolicy Fail) see no platform namespace: the charts' own
+        # hook Jobs must not depend on Kueue being up (the chart makes this the webhooks'
+        # namespaceSelector).
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": SYSTEM_NAMESPACE_LABEL, "operator": "DoesNotExist"},
+                {
+                    "key": NAMESPACE_NAME_LABEL,
+                    "operator": "NotIn",
+                    "values": [KUBE_SYSTEM_NAMESPACE, KUEUE_NAMESPACE],
+                },
+            ]
+        },
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
     }
     if fair_sharing:

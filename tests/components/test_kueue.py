@@ -12,6 +12,7 @@ from components.constants import (
     KUEUE_CHART_VERSION,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
+    NAMESPACE_NAME_LABEL,
     NODE_POOL_LABEL,
     PSA_ENFORCE_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
@@ -41,6 +42,39 @@ def test_kueue_release_is_pinned_and_enables_fair_sharing(prod_run):
     assert prod_run.find("Namespace", KUEUE_NAMESPACE).metadata["labels"][PSA_ENFORCE_LABEL] == (
         "restricted"
     )
+
+
+def _selected(selector, labels):
+    """A label selector's matchExpressions, as the API server evaluates them."""
+    for expression in selector["matchExpressions"]:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values")
+        if operator == "DoesNotExist" and key in labels:
+            return False
+        if operator == "NotIn" and labels.get(key) in values:
+            return False
+    return True
+
+
+def test_kueue_webhooks_see_team_namespaces_only(prod_run):
+    """Kueue's webhooks fail closed: a platform namespace (a chart's hook Job, say) must never
+    depend on Kueue being up, while every team namespace stays managed."""
+    release = _kueue_release(prod_run)
+    config = yaml.safe_load(
+        release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    selector = config["managedJobsNamespaceSelector"]
+    namespaces = {
+        r.metadata["name"]: {
+            **r.metadata.get("labels", {}),
+            NAMESPACE_NAME_LABEL: r.metadata["name"],
+        }
+        for r in prod_run.kubernetes_objects()
+        if r.kind == "Namespace"
+    }
+    managed = {name for name, labels in namespaces.items() if _selected(selector, labels)}
+    teams = {team.namespace for team in prod_run.value.teams.values()}
+    assert managed == teams
+    assert not _selected(selector, {NAMESPACE_NAME_LABEL: "kube-system"})
 
 
 def test_queue_objects_wait_for_the_kueue_webhooks(prod_run):

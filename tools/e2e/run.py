@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from components.constants import PROJECT
 
 from . import build as builds
@@ -35,7 +37,7 @@ WORK_ROOT = PROJECT_ROOT / "build" / "e2e"
 BAD_MANIFEST = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "e2e-gpu-without-limits"},
+    "metadata": {"name": "e2e-gpu-without-limits", "namespace": "research"},
     "spec": {
         "containers": [
             {
@@ -271,10 +273,11 @@ class E2E:
         assert self.e2e_stack is not None
         bad = self.work_dir / "bad" / "project"
         shutil.copytree(self.project, bad, symlinks=True, dirs_exist_ok=True)
-        self.pulumi(
-            "config", "set", "--path", "--json", "ai-platform:extraManifests[0]",
-            json.dumps(BAD_MANIFEST), cwd=bad,
-        )  # fmt: skip
+        stack_file = bad / self.e2e_stack.stack_file.name
+        document = yaml.safe_load(stack_file.read_text(encoding="utf-8"))
+        manifests = document["config"].setdefault(f"{PROJECT}:extraManifests", [])
+        manifests.append(BAD_MANIFEST)
+        stack_file.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
         done = self.pulumi(
             "preview",
             "--policy-pack",
