@@ -236,9 +236,13 @@ def tls_echo(tls_files) -> Iterator[int]:
                 raw, _ = listener.accept()
             except OSError:
                 return
-            with raw, contextlib.suppress(OSError):  # a client that hangs up: next one
-                with context.wrap_socket(raw, server_side=True) as conn:
-                    conn.sendall(conn.recv(1024).upper())
+            # A client that hangs up during the handshake: on to the next one.
+            with (
+                raw,
+                contextlib.suppress(OSError),
+                context.wrap_socket(raw, server_side=True) as conn,
+            ):
+                conn.sendall(conn.recv(1024).upper())
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -826,7 +830,14 @@ def kueue_cluster(tmp_path_factory) -> Iterator[Cluster]:
             }
             rbac = [d for t in RBAC_TEMPLATES for d in templates.render(t)]
             env.apply([namespace, *rbac, controller_deployment("kueue-system")])
-            wait_for("the controller pod Running", lambda: env.pod_ready() == "False")
+
+            def running_not_ready() -> bool:
+                ready = env.pod_ready()
+                if ready == "True":
+                    pytest.fail("KWOK made the controller pod Ready before the process was")
+                return ready == "False"
+
+            wait_for("the controller pod Running", running_not_ready)
             env.observed["pod before"] = env.controller_pod()
             crds = [d for t in sorted(os.listdir(kueue_chart() / "templates" / "crd"))
                     for d in templates.render(f"crd/{t}")]  # fmt: skip

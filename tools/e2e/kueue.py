@@ -152,8 +152,9 @@ def out_of_cluster_config(
     - ``namespace`` set: in a pod Kueue reads it from the service-account mount.
     - Internal certificate management on, named as the chart names things: Kueue issues the
       webhook serving certificate for ``<service>.<namespace>.svc`` itself, keeps it in the
-      chart's Secret, writes it to ``cert_dir`` (in a pod, the Secret's volume) and injects the
-      CA into the chart's webhook configurations and conversion CRDs. The metrics server then
+      chart's Secret and injects the CA into the chart's webhook configurations and conversion
+      CRDs; it reads the certificate from ``cert_dir``, which in a pod is the Secret's volume
+      (:meth:`KueueController.sync_secret_volume` plays that part). The metrics server then
       makes its own self-signed certificate, so the hard-coded ``/etc/kueue/metrics/certs`` is
       never read.
     - The visibility server on loopback; its certificate goes to ``visibility/`` in the
@@ -636,9 +637,12 @@ class KueueController:
     It starts once the chart's objects it needs at start exist (its ServiceAccount and Secret,
     both webhook configurations, the conversion CRDs): before ``pulumi up`` has created the
     namespace the supervisor just waits. Each start authenticates with a fresh token of the
-    chart's ServiceAccount (``identity``; None: the admin kubeconfig as given). A process that
-    exits, or is not ready within ``start_timeout_s``, is stopped and started again after a pause
-    that doubles up to 30 s. Output goes to ``<work_dir>/kueue.log``.
+    chart's ServiceAccount (``identity``; None: the admin kubeconfig as given). While it runs, the
+    supervisor also does what the kubelet does for the pod's Secret volume: Kueue's certificate
+    rotator only writes the Secret and waits for the files to appear in ``webhook.certDir``, so
+    the Secret's keys are mirrored there. A process that exits, or is not ready within
+    ``start_timeout_s``, is stopped and started again after a pause that doubles up to 30 s.
+    Output goes to ``<work_dir>/kueue.log``.
     """
 
     def __init__(
@@ -694,6 +698,29 @@ class KueueController:
     @property
     def webhook_secret(self) -> str:
         return str(self.config["internalCertManagement"]["webhookSecretName"])
+
+    @property
+    def cert_dir(self) -> Path:
+        return Path(self.config["webhook"]["certDir"])
+
+    def sync_secret_volume(self) -> None:
+        """Make ``cert_dir`` hold exactly the Secret's keys, each file replaced atomically (the
+        webhook server's certificate watcher reloads on change)."""
+        path = f"/api/v1/namespaces/{self.namespace}/secrets/{self.webhook_secret}"
+        secret = self.api.get(path)
+        data = {k: base64.b64decode(v) for k, v in ((secret or {}).get("data") or {}).items()}
+        self.cert_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.cert_dir.iterdir():
+            if stale.name not in data:
+                stale.unlink()
+        for key, content in data.items():
+            target = self.cert_dir / key
+            if target.is_file() and target.read_bytes() == content:
+                continue
+            staged = self.cert_dir / f".{key}.tmp"
+            staged.write_bytes(content)
+            staged.chmod(0o600)
+            staged.replace(target)
 
     def command(self) -> list[str]:
         return [
@@ -771,6 +798,16 @@ class KueueController:
             self.log(f"kueue: {state}{f' ({detail})' if detail else ''}")
 
     def _supervise(self) -> None:
+        """Never dies of an error: it says what failed and tries again."""
+        while not self._stop.is_set():
+            try:
+                self._supervise_runs()
+            except Exception as exc:  # a bug here must not leave Kueue unsupervised
+                self._stop_process()
+                self._set("error", f"{type(exc).__name__}: {exc}; trying again")
+                self._stop.wait(BACKOFF_S[0])
+
+    def _supervise_runs(self) -> None:
         pause = BACKOFF_S[0]
         while not self._stop.is_set():
             try:
@@ -783,6 +820,7 @@ class KueueController:
                 self._set("waiting", "for " + ", ".join(missing))
                 self._stop.wait(POLL_S * 2)
                 continue
+            self.sync_secret_volume()
             self._spawn()
             outcome, was_ready = self._watch_run()
             self._stop_process()
@@ -859,6 +897,8 @@ class KueueController:
             code = popen.poll()
             if code is not None:
                 return f"exit code {code}", was_ready
+            with contextlib.suppress(OSError, http.client.HTTPException, KueueError):
+                self.sync_secret_volume()  # a failed pass is retried on the next poll
             ok, detail = readyz(self.ports.health)
             if ok:
                 if not was_ready:
@@ -880,7 +920,7 @@ class KueueController:
 
 
 def _established(crd: Mapping[str, Any]) -> bool:
-    conditions = crd.get("status", {}).get("conditions", [])
+    conditions = (crd.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
