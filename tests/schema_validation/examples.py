@@ -94,13 +94,13 @@ def namespace() -> Manifest:
     }
 
 
-def ray_cluster() -> Manifest:
-    """KubeRay: deliberately absent from the catalog."""
+def unknown_kind() -> Manifest:
+    """A custom resource of a group no catalog has."""
     return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
         "metadata": {"name": "tune", "namespace": "research"},
-        "spec": {"headGroupSpec": {"rayStartParams": {}}},
+        "spec": {"size": 1},
     }
 
 

@@ -10,7 +10,7 @@ import pytest
 from tools import schema_validation as sv
 from tools.schema_validation import FieldError, ManifestValidator
 
-from .examples import INVALID_CUSTOM, VALID_CUSTOM, node_pool, prometheus_rule, ray_cluster
+from .examples import INVALID_CUSTOM, VALID_CUSTOM, node_pool, prometheus_rule, unknown_kind
 
 
 def schema_file(crd_dir: Path, api_version: str, kind: str) -> Path:
@@ -18,12 +18,28 @@ def schema_file(crd_dir: Path, api_version: str, kind: str) -> Path:
     return crd_dir / group / f"{kind.lower()}_{version}.json"
 
 
+NOT_RENDERED_GROUPS = frozenset({"ray.io", "keda.sh", "eventing.keda.sh"})
+NOT_RENDERED_SCHEMAS = frozenset({("karpenter.sh", "nodeclaim_v1")})
+"""What the shared catalog holds for kinds the platform does not render (KubeRay and KEDA, not
+yet; Karpenter's NodeClaim, made by Karpenter itself): their examples come with the components
+that render them."""
+
+
+def _rendered(group: str, stem: str) -> bool:
+    return group not in NOT_RENDERED_GROUPS and (group, stem) not in NOT_RENDERED_SCHEMAS
+
+
 def test_examples_cover_every_schema_in_the_catalog(crd_dir: Path) -> None:
-    in_catalog = {(path.parent.name, path.stem) for path in crd_dir.glob("*/*.json")}
+    in_catalog = {
+        (path.parent.name, path.stem)
+        for path in crd_dir.glob("*/*.json")
+        if _rendered(path.parent.name, path.stem)
+    }
     covered = {
         (m["apiVersion"].split("/")[0], f"{m['kind'].lower()}_{m['apiVersion'].split('/')[1]}")
         for m in (build() for build in VALID_CUSTOM.values())
     }
+    covered = {entry for entry in covered if _rendered(*entry)}
     assert covered == in_catalog
     assert set(INVALID_CUSTOM) == set(VALID_CUSTOM)
 
@@ -52,11 +68,11 @@ def test_invalid_custom_resource(validator: ManifestValidator, kind: str) -> Non
 def test_kind_without_schema_is_no_schema_never_valid(
     validator: ManifestValidator, crd_dir: Path
 ) -> None:
-    result = validator.validate(ray_cluster())
+    result = validator.validate(unknown_kind())
     assert result.status == "no-schema"
     assert result.source is None
     assert result.errors == ()
-    assert result.detail == f"no schema at {crd_dir / 'ray.io' / 'raycluster_v1.json'}"
+    assert result.detail == f"no schema at {crd_dir / 'example.com' / 'widget_v1.json'}"
 
 
 def test_known_group_at_an_unknown_version_is_no_schema(validator: ManifestValidator) -> None:

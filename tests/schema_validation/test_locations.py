@@ -15,7 +15,7 @@ import pytest
 from tools import schema_validation as sv
 from tools.schema_validation import CrdSchemaLocation, SchemaLocationError, validate_all
 
-from .examples import INVALID_CUSTOM, VALID_CUSTOM, deployment, ray_cluster
+from .examples import INVALID_CUSTOM, VALID_CUSTOM, deployment, unknown_kind
 
 LAYOUT = "{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json"
 
@@ -23,7 +23,7 @@ LAYOUT = "{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json"
 def every_example() -> list[dict[str, Any]]:
     return [
         deployment(),
-        ray_cluster(),
+        unknown_kind(),
         *(build() for build in VALID_CUSTOM.values()),
         *(example.build() for example in INVALID_CUSTOM.values()),
     ]
@@ -67,9 +67,9 @@ def test_sources_name_the_file_or_the_url(crd_dir: Path) -> None:
 
 
 def test_file_url_no_schema_names_the_url(crd_dir: Path) -> None:
-    (result,) = validate_all([ray_cluster()], "1.33", f"{crd_dir.as_uri()}/{LAYOUT}").results
+    (result,) = validate_all([unknown_kind()], "1.33", f"{crd_dir.as_uri()}/{LAYOUT}").results
     assert result.status == "no-schema"
-    assert result.detail == f"no schema at {crd_dir.as_uri()}/ray.io/raycluster_v1.json"
+    assert result.detail == f"no schema at {crd_dir.as_uri()}/example.com/widget_v1.json"
 
 
 def test_template_variables_follow_kubeconform(crd_dir: Path) -> None:
@@ -157,15 +157,15 @@ def test_http_template_fetches_each_schema_once(
     monkeypatch.setattr(urllib.request, "urlopen", server.urlopen)
     location = server.host + LAYOUT
     pools = [VALID_CUSTOM["NodePool"]() for _ in range(5)]
-    report = validate_all([*pools, ray_cluster(), ray_cluster()], "1.33", location, timeout=3.5)
+    report = validate_all([*pools, unknown_kind(), unknown_kind()], "1.33", location, timeout=3.5)
     assert [r.status for r in report.results] == ["valid"] * 5 + ["no-schema"] * 2
     assert report.results[0].source == server.host + "karpenter.sh/nodepool_v1.json"
     assert sorted(server.requests) == [
+        server.host + "example.com/widget_v1.json",
         server.host + "karpenter.sh/nodepool_v1.json",
-        server.host + "ray.io/raycluster_v1.json",
     ]
     assert server.timeouts == {3.5}
-    folder = validate_all([*pools, ray_cluster()], "1.33", crd_dir)
+    folder = validate_all([*pools, unknown_kind()], "1.33", crd_dir)
     assert [r.status for r in folder.results] == ["valid"] * 5 + ["no-schema"]
 
 

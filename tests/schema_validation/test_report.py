@@ -13,8 +13,8 @@ from .examples import (
     VALID_CUSTOM,
     deployment,
     namespace,
-    ray_cluster,
     service,
+    unknown_kind,
 )
 
 
@@ -26,7 +26,7 @@ def mixed() -> list[dict[str, object]]:
         bad,
         service(),
         namespace(),
-        ray_cluster(),
+        unknown_kind(),
         VALID_CUSTOM["LocalQueue"](),
         INVALID_CUSTOM["LocalQueue"].build(),
         VALID_CUSTOM["ClusterQueue"](),
@@ -46,7 +46,7 @@ def test_summary_counts_by_status_and_kind(crd_dir: Path) -> None:
             "apps/v1/Deployment": {**none, "valid": 1, "invalid": 1},
             "kueue.x-k8s.io/v1beta2/ClusterQueue": {**none, "valid": 1},
             "kueue.x-k8s.io/v1beta2/LocalQueue": {**none, "valid": 1, "invalid": 1},
-            "ray.io/v1/RayCluster": {**none, "no-schema": 1},
+            "example.com/v1/Widget": {**none, "no-schema": 1},
             "v1/Namespace": {**none, "valid": 1},
             "v1/Service": {**none, "valid": 1},
         },
@@ -77,7 +77,7 @@ def test_report_is_json_and_keeps_input_order(crd_dir: Path) -> None:
 def test_failed_decides_on_invalid_and_optionally_on_no_schema(crd_dir: Path) -> None:
     only_valid = validate_all([deployment()], "1.33", crd_dir)
     assert not only_valid.failed()
-    unchecked = validate_all([deployment(), ray_cluster()], "1.33", crd_dir)
+    unchecked = validate_all([deployment(), unknown_kind()], "1.33", crd_dir)
     assert unchecked.failed()
     assert not unchecked.failed(allow_missing=True)
     invalid = validate_all(mixed(), "1.33", crd_dir)
@@ -93,7 +93,7 @@ def test_summary_text_lists_what_is_not_valid(crd_dir: Path) -> None:
     )
     assert "  invalid: apps/v1 Deployment research/llm-server" in lines
     assert "    spec.replicas: 'two' is not of type 'integer', 'null'" in lines
-    assert "  no-schema: ray.io/v1 RayCluster research/tune" in lines
+    assert "  no-schema: example.com/v1 Widget research/tune" in lines
     short = validate_all(mixed(), "1.33", crd_dir).summary_text(max_lines=2)
     assert short.splitlines()[-1].endswith("more lines in the JSON report")
 
