@@ -427,11 +427,11 @@ def controller(
 ) -> kueues.KueueController:
     kubeconfig = tmp_path / "admin.kubeconfig"
     kubeconfig.write_text("")
+    kwargs.setdefault("base_config", manager_config(True))
     return kueues.KueueController(
         fake_binary,
         kubeconfig,
         tmp_path / "work",
-        manager_config(True),
         api=api,
         identity=None,
         log=lambda line: None,
@@ -459,6 +459,49 @@ def test_the_controller_waits_for_the_charts_objects_then_starts(fake_binary, tm
         ctl.stop()
     assert not clusters.process_alive(pid)
     assert ctl.status.state == "stopped"
+
+
+def config_map(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {"data": {kueues.CONFIG_KEY: yaml.safe_dump(dict(config))}}
+
+
+def test_the_controller_runs_the_charts_config_map_and_follows_it(fake_binary, tmp_path):
+    api = FakeApi()
+    api.objects.update(chart_objects())
+    path = f"/api/v1/namespaces/kueue-system/configmaps/{kueues.CONFIG_MAP}"
+    ctl = controller(fake_binary, tmp_path, api, base_config=None)
+    ctl.start()
+    try:
+        wait_for("waiting for the ConfigMap", lambda: "ConfigMap" in ctl.status.detail)
+        api.objects[path] = config_map(manager_config(True))
+        ctl.wait_ready(60)
+        written = yaml.safe_load(ctl.config_file.read_text())
+        assert written == out_of_cluster_config(
+            manager_config(True), ctl.ports, ctl.cert_dir, "kueue-system"
+        )
+        api.objects[path] = config_map(manager_config(False))  # pulumi up changed it
+        wait_for("a restart", lambda: ctl.status.starts == 2 and ctl.ready(), 60)
+        assert "fairSharing" not in yaml.safe_load(ctl.config_file.read_text())
+    finally:
+        ctl.stop()
+
+
+def test_the_secret_is_mirrored_into_the_cert_dir_as_a_volume_would_be(fake_binary, tmp_path):
+    api = FakeApi()
+    secret = "/api/v1/namespaces/kueue-system/secrets/kueue-webhook-server-cert"
+    ctl = controller(fake_binary, tmp_path, api)
+    ctl.cert_dir.mkdir(parents=True)
+    (ctl.cert_dir / "old.crt").write_text("stale")
+    b64 = base64.b64encode
+    api.objects[secret] = {"data": {"tls.crt": b64(b"C").decode(), "tls.key": b64(b"K").decode()}}
+    ctl.sync_secret_volume()
+    assert {f.name: f.read_bytes() for f in ctl.cert_dir.iterdir()} == {
+        "tls.crt": b"C",
+        "tls.key": b"K",
+    }
+    api.objects[secret]["data"]["tls.crt"] = b64(b"C2").decode()
+    ctl.sync_secret_volume()
+    assert (ctl.cert_dir / "tls.crt").read_bytes() == b"C2"
 
 
 def test_a_controller_that_exits_is_started_again_with_backoff(fake_binary, tmp_path, monkeypatch):
@@ -700,7 +743,28 @@ def kueue_chart() -> Path:
     return builder.module_dir_of(tool.module_dir, "sigs.k8s.io/kueue") / "charts" / "kueue"
 
 
-def controller_deployment(namespace: str) -> dict[str, Any]:
+def chart_config_map(templates: ChartTemplates) -> dict[str, Any]:
+    """What manager/manager-config.yaml renders: the values' Configuration, completed with
+    internal certificate management named after the release when it has none. (Built here:
+    that template uses ``dict``/``set``, which ChartTemplates does not handle.)"""
+    config = dict(templates.manager)
+    config.setdefault(
+        "internalCertManagement",
+        {
+            "enable": True,
+            "webhookServiceName": f"{templates.fullname}-webhook-service",
+            "webhookSecretName": f"{templates.fullname}-webhook-server-cert",
+        },
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": kueues.CONFIG_MAP, "namespace": templates.namespace},
+        "data": {kueues.CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)},
+    }
+
+
+def controller_deployment(namespace: str = "kueue-system") -> dict[str, Any]:
     """The chart's controller Deployment as far as KWOK and the bridge care: its labels, service
     account and a restricted-compliant pod. (Its manager.yaml template is not rendered here.)"""
     labels = {
@@ -809,13 +873,7 @@ def kueue_cluster(tmp_path_factory) -> Iterator[Cluster]:
     try:
         with (
             cluster.running(),
-            kueues.running(
-                cluster.kubeconfig,
-                work / "kueue",
-                base_config=kueues.platform_manager_config(True),
-                binary=KUEUE_BINARY,
-                log=lines.append,
-            ) as run,
+            kueues.running_for(cluster, binary=KUEUE_BINARY) as run,
         ):
             env = Cluster(cluster, run, templates)
             wait_for("the controller waiting", lambda: run.controller.status.state == "waiting")
@@ -829,7 +887,7 @@ def kueue_cluster(tmp_path_factory) -> Iterator[Cluster]:
                 },
             }
             rbac = [d for t in RBAC_TEMPLATES for d in templates.render(t)]
-            env.apply([namespace, *rbac, controller_deployment("kueue-system")])
+            env.apply([namespace, *rbac, chart_config_map(templates), controller_deployment()])
 
             def running_not_ready() -> bool:
                 ready = env.pod_ready()

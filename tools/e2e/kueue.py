@@ -44,7 +44,7 @@ from components.constants import KUEUE_NAMESPACE, KUEUE_RELEASE
 from components.kueue import manager_config
 
 from . import build as builder
-from .cluster import LOOPBACK, free_ports, stop_group
+from .cluster import LOOPBACK, LocalCluster, free_ports, stop_group
 
 CHART_NAME: Final = "kueue"
 WEBHOOK_SERVICE: Final = "kueue-webhook-service"
@@ -68,6 +68,10 @@ CONTROLLER_POD_LABELS: Final = {
     "control-plane": "controller-manager",
 }
 """The chart's selector labels of the controller Deployment's pods (besides the instance)."""
+CONFIG_MAP: Final = f"{KUEUE_RELEASE}-manager-config"
+"""The chart's ConfigMap of the controller's Configuration (``<fullname>-manager-config``): the
+platform's ``managerConfig`` as the chart completed it, what the pod mounts."""
+CONFIG_KEY: Final = "controller_manager_config.yaml"
 SERVICE_ACCOUNT: Final = f"{KUEUE_RELEASE}-controller-manager"
 """The chart's ServiceAccount of the controller (``<fullname>-controller-manager``): the
 process authenticates as it, so the chart's RBAC is what allows or refuses its requests."""
@@ -638,11 +642,13 @@ class KueueController:
     both webhook configurations, the conversion CRDs): before ``pulumi up`` has created the
     namespace the supervisor just waits. Each start authenticates with a fresh token of the
     chart's ServiceAccount (``identity``; None: the admin kubeconfig as given). While it runs, the
-    supervisor also does what the kubelet does for the pod's Secret volume: Kueue's certificate
-    rotator only writes the Secret and waits for the files to appear in ``webhook.certDir``, so
-    the Secret's keys are mirrored there. A process that exits, or is not ready within
-    ``start_timeout_s``, is stopped and started again after a pause that doubles up to 30 s.
-    Output goes to ``<work_dir>/kueue.log``.
+    supervisor also does what the kubelet does for the pod's volumes. The Configuration is the
+    chart's ConfigMap (unless ``base_config`` is given), changed by :func:`out_of_cluster_config`;
+    when ``pulumi up`` changes it, the process is restarted, as the chart's checksum annotation
+    rolls the pod. Kueue's certificate rotator only writes the Secret and waits for the files to
+    appear in ``webhook.certDir``, so the Secret's keys are mirrored there. A process that exits,
+    or is not ready within ``start_timeout_s``, is stopped and started again after a pause that
+    doubles up to 30 s. Output goes to ``<work_dir>/kueue.log``.
     """
 
     def __init__(
@@ -650,7 +656,7 @@ class KueueController:
         binary: Path,
         kubeconfig: Path,
         work_dir: Path,
-        base_config: Mapping[str, Any],
+        base_config: Mapping[str, Any] | None = None,
         *,
         api: Api | None = None,
         namespace: str = KUEUE_NAMESPACE,
@@ -668,9 +674,9 @@ class KueueController:
         self.start_timeout_s = start_timeout_s
         self.log = log
         self.ports = KueuePorts.choose()
-        self.config = out_of_cluster_config(
-            base_config, self.ports, self.work_dir / "webhook-certs", namespace
-        )
+        self.base_config = base_config
+        self.config = self._derive(base_config or {})
+        """The Configuration of the current (or next) run."""
         self.api = api or KubeApi(kubeconfig, self.work_dir / "client")
         self.status = ControllerStatus()
         self._stop = threading.Event()
@@ -703,6 +709,23 @@ class KueueController:
     def cert_dir(self) -> Path:
         return Path(self.config["webhook"]["certDir"])
 
+    def _derive(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        return out_of_cluster_config(
+            base, self.ports, self.work_dir / "webhook-certs", self.namespace
+        )
+
+    def load_config(self) -> dict[str, Any] | None:
+        """The Configuration to run with now; None while the chart's ConfigMap is missing."""
+        if self.base_config is not None:
+            return self._derive(self.base_config)
+        config_map = self.api.get(f"/api/v1/namespaces/{self.namespace}/configmaps/{CONFIG_MAP}")
+        if config_map is None:
+            return None
+        text = (config_map.get("data") or {}).get(CONFIG_KEY)
+        if not text:
+            raise KueueError(f"ConfigMap {self.namespace}/{CONFIG_MAP} has no {CONFIG_KEY}")
+        return self._derive(yaml.safe_load(text))
+
     def sync_secret_volume(self) -> None:
         """Make ``cert_dir`` hold exactly the Secret's keys, each file replaced atomically (the
         webhook server's certificate watcher reloads on change)."""
@@ -734,7 +757,6 @@ class KueueController:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         for folder in ("webhook-certs", "tmp"):
             (self.work_dir / folder).mkdir(exist_ok=True)
-        self.config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
         self._thread = threading.Thread(target=self._supervise, name="kueue", daemon=True)
         self._thread.start()
 
@@ -811,7 +833,12 @@ class KueueController:
         pause = BACKOFF_S[0]
         while not self._stop.is_set():
             try:
+                config = self.load_config()
+                if config is not None:
+                    self.config = config
                 missing = self.missing()
+                if config is None:
+                    missing.insert(0, f"ConfigMap {self.namespace}/{CONFIG_MAP}")
                 if not missing and self.identity is not None:
                     self._write_token_kubeconfig()
             except (OSError, http.client.HTTPException, KueueError) as exc:
@@ -820,6 +847,7 @@ class KueueController:
                 self._set("waiting", "for " + ", ".join(missing))
                 self._stop.wait(POLL_S * 2)
                 continue
+            self.config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
             self.sync_secret_volume()
             self._spawn()
             outcome, was_ready = self._watch_run()
@@ -899,6 +927,9 @@ class KueueController:
                 return f"exit code {code}", was_ready
             with contextlib.suppress(OSError, http.client.HTTPException, KueueError):
                 self.sync_secret_volume()  # a failed pass is retried on the next poll
+                config = self.load_config()
+                if config is not None and config != self.config:
+                    return "the Configuration changed", True  # the shortest pause
             ok, detail = readyz(self.ports.health)
             if ok:
                 if not was_ready:
@@ -1181,9 +1212,10 @@ def running(
     """Run Kueue for the cluster of ``kubeconfig`` (an admin's) until the block ends (normally,
     by an exception or by Ctrl-C), then stop the process, the proxy and the bridge.
 
-    ``base_config`` is the platform's Configuration (:func:`platform_manager_config` or
-    :func:`manager_config_from_values`); it returns at once, before the chart is installed:
-    the controller starts when the chart's objects appear (:meth:`KueueRun.wait_serving`).
+    It returns at once, before the chart is installed: the controller starts when the chart's
+    objects appear (:meth:`KueueRun.wait_serving`). The Configuration is the one the chart
+    rendered into its ConfigMap; ``base_config`` (e.g. :func:`platform_manager_config` or
+    :func:`manager_config_from_values`) replaces it.
     """
     binary = binary or find_binary()
     if binary is None:
@@ -1194,7 +1226,7 @@ def running(
         binary,
         kubeconfig,
         work_dir,
-        base_config if base_config is not None else platform_manager_config(),
+        base_config,
         api=api,
         namespace=namespace,
         identity=identity,
@@ -1203,7 +1235,7 @@ def running(
     )
     ports = controller.ports
     routes = {
-        "webhook": Route(namespace, controller.webhook_service, SERVICE_PORT, ports.webhook),
+        "webhook": Route(namespace, WEBHOOK_SERVICE, SERVICE_PORT, ports.webhook),
         "visibility": Route(namespace, VISIBILITY_SERVICE, SERVICE_PORT, ports.visibility),
     }
     proxy = ServiceProxy(api, list(routes.values()), log=log)
@@ -1218,3 +1250,12 @@ def running(
         bridge.stop()
         controller.stop()
         proxy.stop()
+
+
+def running_for(
+    cluster: LocalCluster, **kwargs: Any
+) -> contextlib.AbstractContextManager[KueueRun]:
+    """:func:`running` for a :class:`~tools.e2e.cluster.LocalCluster`: its admin kubeconfig, a
+    ``kueue/`` folder in its work folder, its log."""
+    kwargs.setdefault("log", cluster.log)
+    return running(cluster.kubeconfig, cluster.work_dir / "kueue", **kwargs)
