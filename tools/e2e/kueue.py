@@ -973,12 +973,20 @@ def controller_pod_key(namespace: str = KUEUE_NAMESPACE) -> str:
     return "/".join([namespace, *CONTROLLER_POD_LABELS.values()])
 
 
-_CONTAINER_STATUSES: Final = """\
+_READY_TEMPLATE: Final = """\
+{{ $now := Now }}
+conditions:
+%(initialized)s- type: Ready
+  status: "%(ready)s"
+  lastTransitionTime: {{ $now | Quote }}
+- type: ContainersReady
+  status: "%(ready)s"
+  lastTransitionTime: {{ $now | Quote }}
 containerStatuses:
 {{ range .spec.containers }}
 - image: {{ .image | Quote }}
   name: {{ .name | Quote }}
-  ready: %(ready)s
+  ready: %(containers)s
   started: true
   restartCount: 0
   state:
@@ -986,6 +994,38 @@ containerStatuses:
       startedAt: {{ $now | Quote }}
 {{ end }}
 """
+"""Status (strategic-merge patched) of a started controller pod, Ready or not."""
+_INITIALIZED: Final = """\
+- type: Initialized
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+"""
+
+_START_TEMPLATE: Final = (
+    _READY_TEMPLATE % {"initialized": _INITIALIZED, "ready": "False", "containers": "false"}
+    + """\
+{{ $hostIPs := NodeIPsWith .spec.nodeName }}
+{{ with $hostIPs }}
+hostIP: {{ index . 0 | Quote }}
+hostIPs:
+{{ range . }}
+- ip: {{ . | Quote }}
+{{ end }}
+{{ end }}
+{{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) \
+( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+{{ with $podIPs }}
+podIP: {{ index . 0 | Quote }}
+podIPs:
+{{ range . }}
+- ip: {{ . | Quote }}
+{{ end }}
+{{ end }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+)
+"""KWOK's fast ``pod-ready`` status (host and pod IPs, Running), with Ready=False."""
 
 
 def kwok_stages(namespace: str = KUEUE_NAMESPACE) -> str:
@@ -1000,10 +1040,19 @@ def kwok_stages(namespace: str = KUEUE_NAMESPACE) -> str:
     - ``kueue-controller-ready``: Ready=True once :data:`READY_ANNOTATION` is ``"true"``.
     - ``kueue-controller-unready``: Ready=False again when it is not.
     """
-    key = _pod_key_query()
     pod = controller_pod_key(namespace)
+    ready = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+    annotation = f'.metadata.annotations["{READY_ANNOTATION}"]'
 
-    def stage(name: str, expressions: list[dict[str, Any]], template: str) -> dict[str, Any]:
+    def stage(name: str, expressions: list[tuple[str, str, str]], template: str) -> dict[str, Any]:
+        matches: list[dict[str, Any]] = [
+            {"key": _pod_key_query(), "operator": "In", "values": [pod]},
+            {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+        ]
+        for key, operator, value in expressions:
+            matches.append(
+                {"key": key, "operator": operator, **({"values": [value]} if value else {})}
+            )
         return {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Stage",
@@ -1011,86 +1060,49 @@ def kwok_stages(namespace: str = KUEUE_NAMESPACE) -> str:
             "spec": {
                 "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
                 "weight": 1,
-                "selector": {
-                    "matchExpressions": [
-                        {"key": key, "operator": "In", "values": [pod]},
-                        {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                        *expressions,
-                    ]
-                },
+                "selector": {"matchExpressions": matches},
                 "next": {"statusTemplate": template},
             },
         }
 
-    def conditions(ready: str, extra: str = "") -> str:
-        lines = ["{{ $now := Now }}", "conditions:"]
-        for kind, status in (("Ready", ready), ("ContainersReady", ready)):
-            lines += [
-                f"- type: {kind}",
-                f'  status: "{status}"',
-                "  lastTransitionTime: {{ $now | Quote }}",
-            ]
-        lines.append(extra)
-        return "\n".join(lines) + "\n"
-
-    ready_query = '.status.conditions.[] | select( .type == "Ready" ) | .status'
-    annotation = f'.metadata.annotations["{READY_ANNOTATION}"]'
-    start = conditions(
-        "False",
-        "- type: Initialized\n"
-        '  status: "True"\n'
-        "  lastTransitionTime: {{ $now | Quote }}\n"
-        + _CONTAINER_STATUSES
-        % {"ready": "false"}
-        + "{{ $hostIPs := NodeIPsWith .spec.nodeName }}\n"
-        "{{ with $hostIPs }}\n"
-        "hostIP: {{ index . 0 | Quote }}\n"
-        "hostIPs:\n"
-        "{{ range . }}\n"
-        "- ip: {{ . | Quote }}\n"
-        "{{ end }}\n"
-        "{{ end }}\n"
-        "{{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) "
-        '( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}\n'
-        "{{ with $podIPs }}\n"
-        "podIP: {{ index . 0 | Quote }}\n"
-        "podIPs:\n"
-        "{{ range . }}\n"
-        "- ip: {{ . | Quote }}\n"
-        "{{ end }}\n"
-        "{{ end }}\n"
-        "phase: Running\n"
-        "startTime: {{ $now | Quote }}",
-    )
     documents = [
         stage(
             "kueue-controller-running",
-            [
-                {"key": ".spec.nodeName", "operator": "Exists"},
-                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
-            ],
-            start,
+            [(".spec.nodeName", "Exists", ""), (".status.phase", "In", "Pending")],
+            _START_TEMPLATE,
         ),
         stage(
             "kueue-controller-ready",
             [
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": ready_query, "operator": "NotIn", "values": ["True"]},
-                {"key": annotation, "operator": "In", "values": ["true"]},
+                (".status.phase", "In", "Running"),
+                (ready, "NotIn", "True"),
+                (annotation, "In", "true"),
             ],
-            conditions("True", _CONTAINER_STATUSES % {"ready": "true"}),
+            _READY_TEMPLATE % {"initialized": "", "ready": "True", "containers": "true"},
         ),
         stage(
             "kueue-controller-unready",
             [
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": ready_query, "operator": "In", "values": ["True"]},
-                {"key": annotation, "operator": "NotIn", "values": ["true"]},
+                (".status.phase", "In", "Running"),
+                (ready, "In", "True"),
+                (annotation, "NotIn", "true"),
             ],
-            conditions("False", _CONTAINER_STATUSES % {"ready": "false"}),
+            _READY_TEMPLATE % {"initialized": "", "ready": "False", "containers": "false"},
         ),
     ]
-    return yaml.safe_dump_all(documents, sort_keys=False)
+    return yaml.dump_all(documents, Dumper=_BlockDumper, sort_keys=False)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, so ``kwok.yaml`` reads like KWOK's own stages."""
+
+
+_BlockDumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
 
 
 KWOK_STAGE_NAMES: Final = (
