@@ -80,7 +80,16 @@ ADMISSION_PLUGINS: Final = (
 )
 """Named explicitly so a change of defaults in a newer release cannot silently drop one."""
 
-COMPONENTS: Final = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS: Final = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "provisioner",
+)
+CLIENT_ONLY: Final = ("provisioner",)
+"""Components that only talk to the API server and listen nowhere."""
 """In start order; ``down`` stops them in reverse."""
 BINARIES: Final = {
     "etcd": ("etcd", "etcd"),
