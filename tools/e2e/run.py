@@ -37,7 +37,7 @@ WORK_ROOT = PROJECT_ROOT / "build" / "e2e"
 BAD_MANIFEST = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "e2e-gpu-without-limits", "namespace": "research"},
+    "metadata": {"name": "e2e-gpu-without-limits"},
     "spec": {
         "containers": [
             {
@@ -48,8 +48,8 @@ BAD_MANIFEST = {
         ]
     },
 }
-"""A GPU pod that requests a GPU without the equal limit: refused by ``gpu-limits-match-requests``,
-which is mandatory in every stack's policy config."""
+"""A GPU pod that requests a GPU without the equal limit, put in a team namespace: refused by
+``gpu-limits-match-requests``, which is mandatory in every stack's policy config."""
 BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
@@ -276,7 +276,11 @@ class E2E:
         stack_file = bad / self.e2e_stack.stack_file.name
         document = yaml.safe_load(stack_file.read_text(encoding="utf-8"))
         manifests = document["config"].setdefault(f"{PROJECT}:extraManifests", [])
-        manifests.append(BAD_MANIFEST)
+        team = next(iter(sorted((self.offline_report.get("outputs") or {}).get("teams") or {})))
+        namespace = self.offline_report["outputs"]["teams"][team]["namespace"]
+        manifests.append(
+            {**BAD_MANIFEST, "metadata": {**BAD_MANIFEST["metadata"], "namespace": namespace}}
+        )
         stack_file.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
         done = self.pulumi(
             "preview",
