@@ -893,7 +893,9 @@ def kueue_cluster(tmp_path_factory) -> Iterator[Cluster]:
                 ready = env.pod_ready()
                 if ready == "True":
                     pytest.fail("KWOK made the controller pod Ready before the process was")
-                return ready == "False"
+                pod = env.controller_pod() or {}
+                marked = pod.get("metadata", {}).get("annotations", {})
+                return ready == "False" and marked.get(kueues.READY_ANNOTATION) == "false"
 
             wait_for("the controller pod Running", running_not_ready)
             env.observed["pod before"] = env.controller_pod()

@@ -3,9 +3,10 @@
 The platform installs Kueue with its Helm chart, whose webhooks are ``failurePolicy: Fail``.
 Under KWOK the chart's controller pod runs nothing, so without a real process serving those
 webhooks no ResourceFlavor, ClusterQueue or Job could be created. Here the ``kueue`` binary
-(``python -m tools.e2e build kueue``, the release the platform pins) runs as a process of its own
-with the cluster's admin kubeconfig and the platform's own Configuration, changed only where
-running out of cluster requires it (:func:`out_of_cluster_config`). Around it:
+(``python -m tools.e2e build kueue``, the release the platform pins) runs as a process of its own,
+as the chart's service account, with the Configuration the chart rendered from the platform's
+values, changed only where running out of cluster requires it (:func:`out_of_cluster_config`).
+:class:`KueueController` supervises it and plays what a pod's kubelet would. Around it:
 
 - :class:`ServiceProxy`: the cluster's Service CIDR lies inside 127.0.0.0/8, so every ClusterIP
   is a loopback address. The proxy listens on the ClusterIP and port of the chart's webhook and
@@ -47,11 +48,20 @@ from . import build as builder
 from .cluster import LOOPBACK, LocalCluster, free_ports, stop_group
 
 CHART_NAME: Final = "kueue"
-WEBHOOK_SERVICE: Final = "kueue-webhook-service"
+
+
+def chart_fullname(release: str = KUEUE_RELEASE, chart: str = CHART_NAME) -> str:
+    """The chart's ``kueue.fullname``: the release name if it contains the chart's name."""
+    return release if chart in release else f"{release}-{chart}"
+
+
+FULLNAME: Final = chart_fullname()
+"""The chart's ``kueue.fullname`` for the platform's release: the prefix of its objects."""
+WEBHOOK_SERVICE: Final = f"{FULLNAME}-webhook-service"
 """The chart's webhook Service (``<fullname>-webhook-service``), Kueue's default name for it."""
-WEBHOOK_SECRET: Final = "kueue-webhook-server-cert"
+WEBHOOK_SECRET: Final = f"{FULLNAME}-webhook-server-cert"
 """The empty Secret the chart creates; Kueue keeps its CA and serving certificate in it."""
-VISIBILITY_SERVICE: Final = "kueue-visibility-server"
+VISIBILITY_SERVICE: Final = f"{FULLNAME}-visibility-server"
 """Behind the chart's APIServices ``v1beta1``/``v1beta2.visibility.kueue.x-k8s.io``."""
 SERVICE_PORT: Final = 443
 """The port of both Services (their targetPorts, 9443 and 8082, are the pod's)."""
@@ -68,11 +78,11 @@ CONTROLLER_POD_LABELS: Final = {
     "control-plane": "controller-manager",
 }
 """The chart's selector labels of the controller Deployment's pods (besides the instance)."""
-CONFIG_MAP: Final = f"{KUEUE_RELEASE}-manager-config"
+CONFIG_MAP: Final = f"{FULLNAME}-manager-config"
 """The chart's ConfigMap of the controller's Configuration (``<fullname>-manager-config``): the
 platform's ``managerConfig`` as the chart completed it, what the pod mounts."""
 CONFIG_KEY: Final = "controller_manager_config.yaml"
-SERVICE_ACCOUNT: Final = f"{KUEUE_RELEASE}-controller-manager"
+SERVICE_ACCOUNT: Final = f"{FULLNAME}-controller-manager"
 """The chart's ServiceAccount of the controller (``<fullname>-controller-manager``): the
 process authenticates as it, so the chart's RBAC is what allows or refuses its requests."""
 TOKEN_SECONDS: Final = 48 * 3600
@@ -97,11 +107,6 @@ LOG_TAIL_LINES: Final = 40
 class KueueError(RuntimeError):
     """The controller did not become ready, or a Service could not be served; the message says
     why and shows the controller's last log lines."""
-
-
-def chart_fullname(release: str = KUEUE_RELEASE, chart: str = CHART_NAME) -> str:
-    """The chart's ``kueue.fullname``: the release name if it contains the chart's name."""
-    return release if chart in release else f"{release}-{chart}"
 
 
 def webhook_configuration_names(service: str = WEBHOOK_SERVICE) -> tuple[str, str]:
@@ -775,12 +780,15 @@ class KueueController:
         deadline = time.monotonic() + timeout_s
         while not self.ready():
             if time.monotonic() > deadline or self._stop.is_set():
-                raise KueueError(
-                    f"kueue: not ready after {timeout_s:.0f} s ({self.status.state}: "
-                    f"{self.status.detail}); last lines of {self.log_file}:\n"
-                    f"{_tail(self.log_file)}"
-                )
+                raise KueueError(self.describe(f"not ready after {timeout_s:.0f} s"))
             time.sleep(0.2)
+
+    def describe(self, what: str) -> str:
+        """``what``, the supervisor's state and the log's last lines, for an error message."""
+        return (
+            f"kueue: {what} ({self.status.state}: {self.status.detail}); "
+            f"last lines of {self.log_file}:\n{_tail(self.log_file)}"
+        )
 
     def missing(self) -> list[str]:
         """The chart's objects Kueue needs at start that do not exist yet."""
@@ -1189,8 +1197,8 @@ class KueueRun:
     controller: KueueController
     proxy: ServiceProxy
     routes: dict[str, Route] = field(default_factory=dict)
-    bridge: ReadinessBridge | None = None
     """``webhook`` and ``visibility``."""
+    bridge: ReadinessBridge | None = None
 
     def serving(self) -> bool:
         """The process is ready and the webhook Service is served by the proxy."""
@@ -1204,7 +1212,8 @@ class KueueRun:
             if error:
                 raise KueueError(error)
             if time.monotonic() > deadline:
-                self.controller.wait_ready(0)  # raises with the controller's state and log
+                if not self.controller.ready():
+                    raise KueueError(self.controller.describe(f"not ready after {timeout_s:.0f} s"))
                 raise KueueError(f"kueue: the proxy does not serve {self.routes['webhook']}")
             time.sleep(0.2)
 
