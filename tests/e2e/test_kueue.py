@@ -790,7 +790,7 @@ def controller_deployment(namespace: str = "kueue-system") -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "manager",
-                            "image": "registry.k8s.io/kueue/kueue:v0.17.0",
+                            "image": "kueue:v0.17.0",  # never pulled: a KWOK pod
                             "args": ["--config=/controller_manager_config.yaml"],
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
