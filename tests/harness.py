@@ -14,6 +14,7 @@ from typing import Any
 
 from components.constants import PROJECT
 from infra.config import StackFile
+from infra.config.load import SECRET_FIELD_PATHS
 from tools.mockrun import MockRun, run_under_mocks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,14 @@ def engine_config(config: dict[str, Any]) -> dict[str, str]:
     return {f"{PROJECT}:{key}": json.dumps(value) for key, value in config.items()}
 
 
+def engine_secret_keys(config: dict[str, Any]) -> list[str]:
+    """The keys the engine marks secret for ``config`` written as it should be: every key that
+    holds credentials (``pulumi config set --secret`` makes the whole key secret)."""
+    return sorted(
+        f"{PROJECT}:{key}" for key in {path[0] for path in SECRET_FIELD_PATHS} if key in config
+    )
+
+
 def run_stack(config: str | dict[str, Any], stack: str = "dev") -> MockRun[Any]:
     """Run ``infra.program.run`` under mocks: real entry point, fresh modules, fresh loop."""
     if isinstance(config, str):
@@ -42,4 +51,6 @@ def run_stack(config: str | dict[str, Any], stack: str = "dev") -> MockRun[Any]:
 
         return run()
 
-    return run_under_mocks(program, stack=stack, config=engine_config(config))
+    return run_under_mocks(
+        program, stack=stack, config=engine_config(config), secret_keys=engine_secret_keys(config)
+    )

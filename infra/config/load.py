@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,34 @@ def _is_secret_field(path: tuple[str | int, ...]) -> bool:
     )
 
 
+def _credential_paths(top: str, value: Any) -> Iterator[tuple[str | int, ...]]:
+    """Every path under ``ai-platform:<top>`` that holds a credential (a ``SECRET_FIELD_PATHS``
+    match with a value), as ``(top, ...)``."""
+    for pattern in SECRET_FIELD_PATHS:
+        if pattern[0] != top:
+            continue
+        nodes: list[tuple[tuple[str | int, ...], Any]] = [((top,), value)]
+        for want in pattern[1:]:
+            found: list[tuple[tuple[str | int, ...], Any]] = []
+            for path, node in nodes:
+                if want == "*" and isinstance(node, list):
+                    found += [((*path, index), item) for index, item in enumerate(node)]
+                elif want != "*" and isinstance(node, dict) and want in node:
+                    found.append(((*path, want), node[want]))
+            nodes = found
+        yield from (path for path, node in nodes if node is not None)
+
+
+def plain_credential_issue(path: tuple[str | int, ...]) -> ConfigIssue:
+    """A credential written as plain text: it would sit in git and in every preview log."""
+    where = ConfigIssue(path, "").key_path
+    return ConfigIssue(
+        path,
+        "a credential must be a Pulumi secret, not plain text: pulumi config set --secret "
+        f"--path '{where}' <value>",
+    )
+
+
 def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
     """Read every ``ai-platform:`` key the engine passed: unknown top-level keys are caught too."""
     from pulumi.runtime import config as runtime_config
@@ -101,9 +129,18 @@ def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
         for key in sorted(secret_keys)
         if key.startswith(_PREFIX) and key[len(_PREFIX) :] not in _SECRET_TOP_LEVEL_KEYS
     ]
+    raw = project_keys(flat)
+    # A key without any secure value holds its credentials in plain text. (A key with one is
+    # secret as a whole, so a plain credential beside a secure one is caught offline only.)
+    misplaced += [
+        plain_credential_issue(path)
+        for top in sorted(_SECRET_TOP_LEVEL_KEYS)
+        if f"{_PREFIX}{top}" not in secret_keys
+        for path in _credential_paths(top, raw.get(top))
+    ]
     if misplaced:
         raise ConfigError(source, misplaced)
-    return validate_platform_config(project_keys(flat), source)
+    return validate_platform_config(raw, source)
 
 
 def _replace_secure(
@@ -120,25 +157,141 @@ def _replace_secure(
 
 
 class _StackFileLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML as the Pulumi CLI reads stack files: duplicate keys are errors, and dates stay the
-    strings the engine would pass (PyYAML would turn ``2024-01-01`` into a ``date``)."""
+    """YAML as the Pulumi CLI reads stack files: duplicate keys are errors, merge keys (``<<``)
+    merge as its YAML library merges them (a key written beside them wins, then the earlier of
+    several merged mappings), and dates stay the strings the engine would pass (PyYAML would
+    turn ``2024-01-01`` into a ``date``)."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._flattened: set[int] = set()
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """Check the keys written in ``node``, then put the merged pairs before them (the last
+        assignment wins when the mapping is built). PyYAML's own lets a later merged mapping
+        win over an earlier one, the reverse of the CLI."""
+        if id(node) in self._flattened:
+            return
+        self._flattened.add(id(node))
+        written = [(key, value) for key, value in node.value if key.tag != _MERGE_TAG]
         seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
+        for key_node, _ in written:
+            key = self.construct_object(key_node)
+            if isinstance(key, Hashable) and key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+            if isinstance(key, Hashable):
+                seen.add(key)
+        sources: list[yaml.MappingNode] = []
+        for key_node, value in node.value:
+            if key_node.tag != _MERGE_TAG:
+                continue
+            found = value.value if isinstance(value, yaml.SequenceNode) else [value]
+            for source in found:
+                if not isinstance(source, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"a merge key (<<) takes mappings, found a {source.id}",
+                        source.start_mark,
+                    )
+                sources.append(source)
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        for source in reversed(sources):
+            self.flatten_mapping(source)
+            merged += source.value
+        node.value = merged + written
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _StackFileLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+MAX_EXPANDED_NODES = 1_000_000
+"""Most YAML nodes a stack file may stand for once its aliases and merge keys are expanded.
+
+Why: an alias is a pointer, so a few hundred bytes of nested aliases stand for billions of
+values; the config step copies every one of them (secure values, JSON for the engine, the
+models) and ran for minutes before a MemoryError. The CLI's YAML library refuses such files too.
+A 1,000-workload stack file (650 KB, docs/performance.md) is about 60,000 nodes."""
+MAX_EXPANDED_BYTES = 64 * 2**20
+"""Most bytes of scalar text a stack file may stand for once expanded (64 MiB)."""
+
+
+class _TooLargeError(Exception):
+    """The document expands past the bounds; the message says which."""
+
+
+def _expanded_size(root: yaml.Node) -> None:
+    """Raise ``_TooLargeError`` if ``root`` expands past the bounds, or refers to itself.
+
+    Counts each node as often as it is reached through aliases and merge keys (so an alias bomb
+    counts what it would expand to), in time linear in the number of distinct nodes: the sizes
+    of shared nodes are computed once. Iterative: nesting depth is bounded later by the parser.
+    """
+    sizes: dict[int, tuple[int, int]] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            nodes, text = 1, 0
+            for child in _children(node):
+                child_nodes, child_text = sizes[id(child)]
+                nodes, text = nodes + child_nodes, text + child_text
+            if isinstance(node, yaml.ScalarNode):
+                text += len(node.value.encode("utf-8"))
+            if nodes > MAX_EXPANDED_NODES:
+                raise _TooLargeError(
+                    f"the file's aliases and merge keys expand to more than {MAX_EXPANDED_NODES:,} "
+                    "values; write the values out or share fewer nested anchors"
+                )
+            if text > MAX_EXPANDED_BYTES:
+                raise _TooLargeError(
+                    "the file's aliases and merge keys expand to more than "
+                    f"{MAX_EXPANDED_BYTES // 2**20} MiB of text; write the values out or share "
+                    "fewer nested anchors"
+                )
+            sizes[key] = (nodes, text)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            mark = node.start_mark
+            raise _TooLargeError(
+                f"an alias refers to a value that contains it (line {mark.line + 1}, column "
+                f"{mark.column + 1}); the value would be infinite"
+            )
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _parse(text: str) -> Any:
+    """The document in ``text``, composed, bounded (``_expanded_size``), then constructed."""
+    loader = _StackFileLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if "*" in text:  # without an alias, every node is written out: the file is its size
+            _expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _one_line(text: str) -> str:
@@ -170,7 +323,9 @@ class StackFile:
         self.name = path.name
         try:
             with _collector_paused():
-                document = yaml.load(path.read_text(encoding="utf-8"), Loader=_StackFileLoader)
+                document = _parse(path.read_text(encoding="utf-8"))
+        except _TooLargeError as exc:
+            raise ConfigError(self.name, [ConfigIssue((), str(exc))]) from None
         except FileNotFoundError:
             raise ConfigError(self.name, [ConfigIssue((), "stack file not found")]) from None
         except UnicodeDecodeError as exc:
@@ -211,6 +366,12 @@ class StackFile:
                     ConfigIssue((top, *path), _SECURE_ELSEWHERE)
                     for path in found
                     if not _is_secret_field((top, *path))
+                ]
+                secure = {(top, *path) for path in found}
+                misplaced += [
+                    plain_credential_issue(path)
+                    for path in _credential_paths(top, value)
+                    if path not in secure
                 ]
         if misplaced:
             raise ConfigError(self.name, misplaced)

@@ -10,7 +10,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, Field
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -87,6 +87,10 @@ def _coerce_to_text(value: object) -> object:
 
 Quantity = Annotated[str, BeforeValidator(_coerce_to_text), AfterValidator(_validate_quantity)]
 """A non-negative Kubernetes quantity kept as written (``"16Gi"``), validated on load."""
+
+Count = Annotated[int, Field(ge=0, le=int(MAX_QUANTITY))]
+"""A whole number of things (GPUs, pods, claims) in a quota: bounded like a quantity, since the
+API server stores it as one; ``10**30`` GPUs is a typo, not a quota."""
 
 
 def format_bytes(amount: Decimal) -> str:

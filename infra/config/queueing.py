@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ConfigModel, DnsLabel, DnsSubdomain
-from .quantity import Quantity
+from .quantity import Count, Quantity
 
 QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
@@ -23,7 +23,7 @@ WithinQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority
 class QuotaAmounts(ConfigModel):
     """Amounts of the three queued resources; each one optional."""
 
-    gpus: int | None = Field(default=None, ge=0)
+    gpus: Count | None = None
     """In the pool's GPU resource: whole GPUs, time-slice replicas or MIG slices."""
     cpu: Quantity | None = None
     memory: Quantity | None = None
@@ -34,7 +34,7 @@ class TeamPoolQuota(ConfigModel):
 
     pool: DnsLabel
     """A pool from ``ai-platform:nodePools``."""
-    gpus: int = Field(ge=0)
+    gpus: Count
     """Nominal (guaranteed) quota in the pool's GPU resource units."""
     cpu: Quantity = "0"
     """Nominal CPU for pods on this pool."""

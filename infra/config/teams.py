@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from .base import ConfigModel, DnsLabel, LabelMap
-from .quantity import Quantity
+from .quantity import Count, Quantity
 from .queueing import TeamQueueConfig
 
 TeamPurpose = Literal["training", "serving", "platform"]
@@ -37,15 +37,15 @@ class TeamQuota(ConfigModel):
     """Sum of CPU requests (``requests.cpu``)."""
     memory: Quantity
     """Sum of memory requests and of memory limits (``requests.memory``, ``limits.memory``)."""
-    gpus: int = Field(ge=0)
+    gpus: Count
     """Sum of GPU requests (``requests.nvidia.com/gpu``). 0 keeps the team off GPUs."""
     storage: Quantity = "1Ti"
     """Sum of PVC sizes (``requests.storage``)."""
-    persistent_volume_claims: int = Field(default=20, ge=0)
+    persistent_volume_claims: Count = 20
     """Number of PVCs."""
-    pods: int = Field(default=200, ge=0)
+    pods: Count = 200
     """Number of non-terminal pods."""
-    mig_slices: dict[str, int] = {}
+    mig_slices: dict[str, Count] = {}
     """MIG profile → slices (``requests.nvidia.com/mig-<profile>``) for mixed-strategy MIG pools."""
 
 

@@ -19,13 +19,13 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_collector_is_paused_during_the_parse_and_enabled_after(tmp_path, monkeypatch) -> None:
     seen: list[bool] = []
-    real_load = load.yaml.load
+    real_parse = load._parse
 
-    def spying_load(*args, **kwargs):
+    def spying_parse(*args, **kwargs):
         seen.append(gc.isenabled())
-        return real_load(*args, **kwargs)
+        return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(load.yaml, "load", spying_load)
+    monkeypatch.setattr(load, "_parse", spying_parse)
     stack = StackFile(_write(tmp_path, "config:\n  ai-platform:cluster:\n    name: x\n"))
     assert seen == [False]
     assert gc.isenabled()

@@ -33,7 +33,7 @@ from tests.hardening.mutations import (
     nodes,
     put,
 )
-from tests.harness import engine_config
+from tests.harness import engine_config, engine_secret_keys
 from tools.mockrun import MockRun, PlatformMocks, run_under_mocks
 from tools.render import write_manifests
 from tools.schema_validation import (
@@ -141,7 +141,13 @@ def run_program(raw: dict[str, Any], stack: str, mocks: RecordingMocks) -> MockR
 
         return run()
 
-    return run_under_mocks(program, stack=stack, config=engine_config(raw), mocks=mocks)
+    return run_under_mocks(
+        program,
+        stack=stack,
+        config=engine_config(raw),
+        secret_keys=engine_secret_keys(raw),
+        mocks=mocks,
+    )
 
 
 @functools.cache

@@ -95,3 +95,49 @@ def test_secure_values_elsewhere_never_render_in_plaintext(tmp_path: Path) -> No
     assert "ai-platform:teams[0].env" in result.stderr
     written = tmp_path / "out" / "prod"
     assert not written.exists() or not any(written.rglob("*.yaml"))
+
+
+def test_a_plain_text_credential_is_a_config_error_naming_the_command(tmp_path: Path) -> None:
+    """A receiver URL written out (not ``secure:``) would sit in git and in preview logs: the
+    preview refuses it before anything renders and says how to set it as a secret."""
+    document = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    receivers = document["config"]["ai-platform:monitoring"]["alertmanager"]["receivers"]
+    assert receivers[1]["type"] == "slack"
+    receivers[1]["url"] = SLACK_URL
+    result = run_preview(project(tmp_path, "prod", document), tmp_path / "out", "prod")
+    assert result.code == 2
+    assert (
+        "ai-platform:monitoring.alertmanager.receivers[1].url: a credential must be a Pulumi "
+        "secret, not plain text: pulumi config set --secret --path "
+        "'ai-platform:monitoring.alertmanager.receivers[1].url' <value>"
+    ) in " ".join(result.stderr.split())
+    assert SLACK_URL not in result.stderr + result.stdout
+    written = tmp_path / "out" / "prod"
+    assert not written.exists() or not any(written.rglob("*.yaml"))
+
+
+def test_the_program_refuses_credentials_the_engine_does_not_hold_as_secrets() -> None:
+    """``pulumi up`` path: a key with a credential that the engine does not mark secret was set
+    without --secret; the run fails with the same message before anything registers."""
+    import pulumi
+    import pytest
+
+    from tests.harness import engine_config, stack_config
+    from tools.mockrun import run_under_mocks
+
+    config = stack_config("prod")
+
+    def program() -> Any:
+        from infra.program import run
+
+        return run()
+
+    with pytest.raises(pulumi.RunError) as error:
+        run_under_mocks(program, stack="prod", config=engine_config(config), secret_keys=[])
+    text = str(error.value)
+    assert "ai-platform:monitoring.alertmanager.receivers[0].routingKey: a credential" in text
+    assert "ai-platform:monitoring.alertmanager.receivers[1].url: a credential" in text
+    run = run_under_mocks(
+        program, stack="prod", config=engine_config(config), secret_keys=["ai-platform:monitoring"]
+    )
+    assert run.kubernetes_objects()
