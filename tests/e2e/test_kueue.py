@@ -504,6 +504,27 @@ def test_the_secret_is_mirrored_into_the_cert_dir_as_a_volume_would_be(fake_bina
     assert (ctl.cert_dir / "tls.crt").read_bytes() == b"C2"
 
 
+def test_a_process_left_by_a_killed_runner_is_stopped_by_the_next_start(fake_binary, tmp_path):
+    ctl = controller(fake_binary, tmp_path, FakeApi())  # the Secret never appears: no start
+    ctl.work_dir.mkdir(parents=True)
+    ctl.config_file.write_text(yaml.safe_dump(ctl.config))
+    stray = subprocess.Popen(
+        [str(fake_binary), f"--config={ctl.config_file}"], start_new_session=True
+    )
+    try:
+        wait_for("the stray serving", lambda: kueues.readyz(ctl.ports.health)[0], 30)
+        record = {"pid": stray.pid, "start_ticks": clusters._start_ticks(stray.pid)}
+        ctl.pid_file.write_text(json.dumps(record))  # as its killed runner left it
+        ctl.start()
+        ctl.stop()
+        assert stray.poll() is not None
+        assert not ctl.pid_file.exists()
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+        stray.wait()
+
+
 def test_a_controller_that_exits_is_started_again_with_backoff(fake_binary, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_KUEUE", "exit")
     api = FakeApi()

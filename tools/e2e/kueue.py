@@ -45,7 +45,8 @@ from components.constants import KUEUE_NAMESPACE, KUEUE_RELEASE
 from components.kueue import manager_config
 
 from . import build as builder
-from .cluster import LOOPBACK, LocalCluster, free_ports, stop_group
+from .cluster import LOOPBACK, LocalCluster, free_ports, process_alive, stop_group
+from .cluster import _start_ticks as start_ticks
 
 CHART_NAME: Final = "kueue"
 
@@ -758,10 +759,30 @@ class KueueController:
             f"--zap-log-level={self.log_level}",
         ]
 
+    @property
+    def pid_file(self) -> Path:
+        return self.work_dir / "kueue.pid"
+
+    def stop_stray(self) -> str | None:
+        """Stop the process a previous run of this folder left (its runner was killed), if
+        ``kueue.pid`` names one that still runs; pid and start time must both match."""
+        try:
+            recorded = json.loads(self.pid_file.read_text())
+            pid, ticks = int(recorded["pid"]), recorded["start_ticks"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        self.pid_file.unlink(missing_ok=True)
+        if ticks is None or not process_alive(pid, ticks):
+            return None
+        outcome = stop_group(pid, ticks, grace_s=STOP_GRACE_S)
+        self.log(f"kueue: a previous run's pid {pid} {outcome}")
+        return outcome
+
     def start(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         for folder in ("webhook-certs", "tmp"):
             (self.work_dir / folder).mkdir(exist_ok=True)
+        self.stop_stray()
         self._thread = threading.Thread(target=self._supervise, name="kueue", daemon=True)
         self._thread.start()
 
@@ -917,6 +938,8 @@ class KueueController:
             )
         with self._lock:
             self._popen = popen
+        record = {"pid": popen.pid, "start_ticks": start_ticks(popen.pid)}
+        self.pid_file.write_text(json.dumps(record) + "\n")
         self.status.pid = popen.pid
         self.status.starts += 1
         self.status.ready_since = None
@@ -955,6 +978,7 @@ class KueueController:
             popen, self._popen = self._popen, None
         if popen is not None:
             outcome = stop_group(popen.pid, None, grace_s=STOP_GRACE_S, popen=popen)
+            self.pid_file.unlink(missing_ok=True)
             self.log(f"kueue: pid {popen.pid} {outcome}")
 
 
