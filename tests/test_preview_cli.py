@@ -78,7 +78,7 @@ def test_config_errors_exit_2_before_anything_is_rendered(tmp_path, capsys):
     root = _project(tmp_path, "prod", document)
     assert _preview(root, "prod", tmp_path / "out") == 2
     err = capsys.readouterr().err
-    assert "  Pulumi.prod.yaml: ai-platform:teams[2].quota.gpus: must be >= 0, got -1" in err
+    assert "  Pulumi.prod.yaml: ai-platform:teams[platform].quota.gpus: must be >= 0, got -1" in err
     assert "  Pulumi.prod.yaml: ai-platform:teamz: unknown key; did you mean 'teams'?" in err
     assert not (tmp_path / "out").exists()
 

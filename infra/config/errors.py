@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,40 +26,121 @@ def _key(part: str | int) -> str:
     return text if _PLAIN_KEY.match(text) else f"[{json.dumps(text)}]"
 
 
+ITEM_NAME_KEYS = ("name", "pool")
+"""Keys that name a list item, in order: most items have a ``name``; a team's queue entries are
+named by their ``pool``."""
+
+
+def item_name(item: Any) -> str | None:
+    """The name a list item has as written (``name: research``), if any."""
+    if isinstance(item, dict):
+        for key in ITEM_NAME_KEYS:
+            value = item.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _item(name: str) -> str:
+    """``[research]``; quoted where the name could read as a position or break the line."""
+    plain = _PLAIN_KEY.match(name) and not name.isdigit()
+    return f"[{name}]" if plain else f"[{json.dumps(name)}]"
+
+
+def entry_ref(list_key: str, name: str) -> str:
+    """How messages refer to another entry: ``teams[research]``."""
+    return f"{list_key}{_item(name)}"
+
+
+def render_key_path(path: Sequence[PathPart], names: Sequence[str | None] = ()) -> str:
+    """``ai-platform:teams[research].quota.gpus``: names where known, positions otherwise."""
+    if not path:
+        return f"{PROJECT}:"
+    text = f"{PROJECT}:{_key(path[0])}"
+    for depth, part in enumerate(path[1:], start=1):
+        name = names[depth] if depth < len(names) else None
+        if isinstance(part, int):
+            text += _item(name) if name is not None else f"[{part}]"
+        else:
+            key = _key(part)
+            text += key if key.startswith("[") else f".{key}"
+    return text
+
+
 @dataclass(frozen=True)
 class ConfigIssue:
     """One problem at one key path, e.g. ``("teams", 2, "quota", "gpus")``."""
 
     path: tuple[PathPart, ...]
+    """Positions into lists, as the models and rules see the input."""
     message: str
+    names: tuple[str | None, ...] = ()
+    """Per part of ``path``, the name of the list item a position points at, where it has one
+    (set by :func:`name_items` from the input as written)."""
 
     @property
     def key_path(self) -> str:
-        """The path as users write it: ``ai-platform:teams[2].quota.gpus``."""
-        if not self.path:
-            return f"{PROJECT}:"
-        text = f"{PROJECT}:{_key(self.path[0])}"
-        for part in self.path[1:]:
-            if isinstance(part, int):
-                text += f"[{part}]"
-            else:
-                key = _key(part)
-                text += key if key.startswith("[") else f".{key}"
-        return text
+        """The path as users write it: ``ai-platform:teams[research].quota.gpus``."""
+        return render_key_path(self.path, self.names)
+
+
+def _named(raw: Any, path: Sequence[PathPart]) -> tuple[tuple[str | None, ...], list[str]]:
+    """Names along ``path`` in ``raw``, and a note for each name that several items share."""
+    names: list[str | None] = [None] * len(path)
+    notes: list[str] = []
+    node: Any = raw
+    for depth, part in enumerate(path):
+        if isinstance(node, dict) and not isinstance(part, int) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            name = item_name(node[part])
+            if name is not None:
+                names[depth] = name
+                count = sum(item_name(other) == name for other in node)
+                if count > 1:
+                    where = render_key_path(path[:depth], names).removeprefix(f"{PROJECT}:")
+                    notes.append(f"it is {where}[{part}], one of {count} entries named {name!r}")
+            node = node[part]
+        else:
+            break
+    return tuple(names), notes
+
+
+def name_items(raw: Mapping[str, Any], issues: Sequence[ConfigIssue]) -> list[ConfigIssue]:
+    """Issues whose paths name list items as the user wrote them (``workloads[llama-eval]``),
+    positions kept in the message where a name is not unique."""
+    named = []
+    for issue in issues:
+        names, notes = _named(raw, issue.path)
+        message = "; ".join([issue.message, *notes])
+        named.append(ConfigIssue(issue.path, message, names))
+    return named
 
 
 class ConfigError(Exception):
-    """Raised before any resource is registered; lists every issue found at once."""
+    """Raised before any resource is registered; lists every issue found at once, then the
+    checks that could not run because their input is among the issues."""
 
-    def __init__(self, source: str, issues: Sequence[ConfigIssue]) -> None:
+    def __init__(
+        self, source: str, issues: Sequence[ConfigIssue], not_checked: Sequence[str] = ()
+    ) -> None:
         self.source = source
         self.issues = tuple(issues)
+        self.not_checked = tuple(not_checked)
         super().__init__(self.render())
 
+    def issue_lines(self) -> list[str]:
+        """One ``Pulumi.<stack>.yaml: ai-platform:<path>: <problem>`` line per issue."""
+        return [f"{self.source}: {issue.key_path}: {issue.message}" for issue in self.issues]
+
     def render(self) -> str:
-        lines = [f"{self.source}: {issue.key_path}: {issue.message}" for issue in self.issues]
+        lines = self.issue_lines()
         noun = "error" if len(lines) == 1 else "errors"
-        return f"{len(lines)} stack config {noun}:\n" + "\n".join(f"  {line}" for line in lines)
+        text = f"{len(lines)} stack config {noun}:\n" + "\n".join(f"  {line}" for line in lines)
+        if self.not_checked:
+            text += "\nnot checked until the errors above are fixed:\n"
+            text += "\n".join(f"  - {line}" for line in self.not_checked)
+        return text
 
 
 def _show(value: Any) -> str:
@@ -100,6 +181,12 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
+def closest_key(key: str, allowed: Sequence[str]) -> str | None:
+    """The allowed key a typo most likely meant, if any is close."""
+    found = difflib.get_close_matches(key, allowed, n=1)
+    return found[0] if found else None
+
+
 def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
     kind = error["type"]
     ctx = error.get("ctx", {})
@@ -109,8 +196,8 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
         return "required key is missing"
     if kind == "extra_forbidden":
         allowed = _allowed_keys(model, loc[:-1])
-        hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        suffix = f"; did you mean '{hint[0]}'?" if hint else ""
+        hint = closest_key(str(loc[-1]), allowed)
+        suffix = f"; did you mean '{hint}'?" if hint else ""
         if allowed and not hint:
             suffix = f"; allowed keys: {', '.join(sorted(allowed))}"
         return f"unknown key{suffix}"

@@ -18,9 +18,10 @@ from pydantic import ValidationError
 
 from components.constants import PROJECT
 
-from .errors import ConfigError, ConfigIssue, issues_from_validation_error
+from .errors import ConfigError, ConfigIssue, issues_from_validation_error, name_items
+from .partial import describe_skipped, partial_config
 from .root import PlatformConfig
-from .rules import cross_field_issues
+from .rules import cross_field_check
 
 OFFLINE_SECRET_PLACEHOLDER = "offline-preview-secret"
 """Stands in for ``secure:`` values, which only the Pulumi CLI can decrypt."""
@@ -33,14 +34,21 @@ def stack_file_name(stack: str) -> str:
 
 
 def validate_platform_config(raw: Mapping[str, Any], source: str) -> PlatformConfig:
-    """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue."""
+    """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue.
+
+    The cross-field rules run even when the models reject part of the input, on what parsed
+    (``partial.py``): one run reports every error, and names the checks it could not run.
+    """
+    issues: list[ConfigIssue] = []
     try:
         config = PlatformConfig.model_validate(dict(raw))
     except ValidationError as exc:
-        raise ConfigError(source, issues_from_validation_error(exc, PlatformConfig)) from None
-    issues = cross_field_issues(config)
+        issues = issues_from_validation_error(exc, PlatformConfig)
+        config = partial_config(PlatformConfig, raw, exc)
+    found, skipped = cross_field_check(config)
+    issues += found
     if issues:
-        raise ConfigError(source, issues)
+        raise ConfigError(source, name_items(raw, issues), describe_skipped(raw, skipped))
     return config
 
 

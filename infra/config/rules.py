@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -30,10 +30,12 @@ from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RES
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
 
 from .charts import CHART_RULES
-from .errors import ConfigIssue
+from .errors import ConfigIssue, entry_ref
 from .gpu import GpuNodePoolConfig
 from .manifests import extra_manifest_issues
 from .monitoring import MONITORING_RULES
+from .partial import ByName, SkippedCheck, parsed, run_rules
+from .priority import PriorityClassConfig
 from .quantity import format_bytes, parse_quantity
 from .queueing import TeamPoolQuota
 from .root import PlatformConfig
@@ -61,14 +63,28 @@ PLATFORM_ENV_KEYS = frozenset({"TRAINING_ENV"})
 """Environment variables the platform sets in every team ConfigMap."""
 
 
+def _first_teams(config: PlatformConfig) -> ByName[TeamConfig]:
+    return ByName(config.teams, lambda team: team.name)
+
+
+def _first_pools(config: PlatformConfig) -> ByName[GpuNodePoolConfig]:
+    return ByName(config.node_pools, lambda pool: pool.name)
+
+
+def _priority_classes(config: PlatformConfig) -> ByName[PriorityClassConfig]:
+    return ByName(config.priority_classes, lambda pc: pc.name)
+
+
 def _duplicates(names: list[str]) -> set[str]:
     return {name for name, count in Counter(names).items() if count > 1}
 
 
-def _repeats(names: list[str]) -> Iterator[tuple[int, int]]:
-    """``(index, first_index)`` for every name seen before: the first use is not an error."""
+def _repeats(names: Iterable[tuple[int, str]] | list[str]) -> Iterator[tuple[int, int]]:
+    """``(index, first_index)`` for every name seen before: the first use is not an error.
+    Takes names, or ``(index, name)`` pairs of the items that parsed."""
     first: dict[str, int] = {}
-    for index, name in enumerate(names):
+    for position, item in enumerate(names):
+        index, name = item if isinstance(item, tuple) else (position, item)
         if name in first:
             yield index, first[name]
         else:
@@ -76,25 +92,24 @@ def _repeats(names: list[str]) -> Iterator[tuple[int, int]]:
 
 
 def unique_team_names(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    names = [team.name for team in config.teams]
-    for index, first in _repeats(names):
+    teams = list(parsed(config.teams))
+    for index, first in _repeats([(index, team.name) for index, team in teams]):
         yield ConfigIssue(
             ("teams", index, "name"),
-            f"duplicate team name {names[index]!r} (first used by teams[{first}])",
+            f"duplicate team name {config.teams[index].name!r} (first used by teams[{first}])",
         )
 
 
 def unique_team_namespaces(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    names = [team.name for team in config.teams]
-    namespaces = [team.namespace_name for team in config.teams]
-    for index, first in _repeats(namespaces):
-        if names[index] != names[first]:  # a duplicate team name is reported once, above
-            team = config.teams[index]
+    teams = list(parsed(config.teams))
+    for index, first in _repeats([(index, team.namespace_name) for index, team in teams]):
+        team, other = config.teams[index], config.teams[first]
+        if team.name != other.name:  # a duplicate team name is reported once, above
             yield ConfigIssue(
                 ("teams", index, "namespace" if team.namespace else "name"),
-                f"namespace {namespaces[index]!r} is already used by team {names[first]!r}",
+                f"namespace {team.namespace_name!r} is already used by team {other.name!r}",
             )
-    for index, team in enumerate(config.teams):
+    for index, team in teams:
         key = "namespace" if team.namespace else "name"
         if team.namespace_name in RESERVED_NAMESPACES:
             yield ConfigIssue(
@@ -104,18 +119,18 @@ def unique_team_namespaces(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 
 def team_priority_classes_exist(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    known = {pc.name for pc in config.priority_classes}
-    for index, team in enumerate(config.teams):
+    known = _priority_classes(config)
+    for index, team in parsed(config.teams):
         for position, name in enumerate(team.priority_classes or []):
             if name not in known:
                 yield ConfigIssue(
                     ("teams", index, "priorityClasses", position),
-                    f"unknown priority class {name!r}; defined: {', '.join(sorted(known))}",
+                    f"unknown priority class {name!r}; defined: {', '.join(known.names())}",
                 )
 
 
 def container_limits_cover_requests(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    for index, team in enumerate(config.teams):
+    for index, team in parsed(config.teams):
         defaults = team.container_defaults
         for resource in ("cpu", "memory"):
             request = getattr(defaults.requests, resource)
@@ -128,7 +143,7 @@ def container_limits_cover_requests(config: PlatformConfig) -> Iterator[ConfigIs
 
 
 def container_defaults_fit_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    for index, team in enumerate(config.teams):
+    for index, team in parsed(config.teams):
         for resource in ("cpu", "memory"):
             request = getattr(team.container_defaults.requests, resource)
             limit = getattr(team.container_defaults.limits, resource)
@@ -146,14 +161,14 @@ def container_defaults_fit_quota(config: PlatformConfig) -> Iterator[ConfigIssue
 
 
 def team_env_not_reserved(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    for index, team in enumerate(config.teams):
+    for index, team in parsed(config.teams):
         for key in team.env:
             if key in PLATFORM_ENV_KEYS:
                 yield ConfigIssue(("teams", index, "env", key), "is set by the platform; remove it")
 
 
 def unique_groups(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    for index, team in enumerate(config.teams):
+    for index, team in parsed(config.teams):
         for field, alias in (("admin_groups", "adminGroups"), ("viewer_groups", "viewerGroups")):
             groups: list[str] = getattr(team, field)
             for position, group in enumerate(groups):
@@ -171,13 +186,12 @@ def unique_groups(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 def volumes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIssue]:
     classes = {sc.name for sc in config.storage.classes}
-    for index, team in enumerate(config.teams):
+    for index, team in parsed(config.teams):
         for position, _ in _repeats([volume.name for volume in team.volumes]):
             yield ConfigIssue(
                 ("teams", index, "volumes", position, "name"),
                 f"duplicate volume name {team.volumes[position].name!r}",
             )
-        total = 0
         for position, volume in enumerate(team.volumes):
             path = ("teams", index, "volumes", position)
             if volume.storage_class not in classes:
@@ -186,12 +200,13 @@ def volumes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIssue]:
                     f"unknown storage class {volume.storage_class!r}; defined: "
                     f"{', '.join(sorted(classes))}",
                 )
-            total += int(parse_quantity(volume.size))
+        total = sum((parse_quantity(volume.size) for volume in team.volumes), Decimal(0))
         if total > parse_quantity(team.quota.storage):
+            parts = " + ".join(f"{volume.name} {volume.size}" for volume in team.volumes)
             yield ConfigIssue(
                 ("teams", index, "volumes"),
-                f"volumes request {total} bytes in all, above the team's storage quota of "
-                f"{team.quota.storage}",
+                f"the team's volumes add up to {_show_amount('memory', total)} ({parts}), above "
+                f"its storage quota of {team.quota.storage}",
             )
         if len(team.volumes) > team.quota.persistent_volume_claims:
             yield ConfigIssue(
@@ -202,17 +217,22 @@ def volumes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 
 def priority_classes_are_consistent(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    classes = config.priority_classes
-    for index, _ in _repeats([pc.name for pc in classes]):
+    classes = list(parsed(config.priority_classes))
+    for index, _ in _repeats([(index, pc.name) for index, pc in classes]):
         yield ConfigIssue(
-            ("priorityClasses", index, "name"), f"duplicate priority class {classes[index].name!r}"
+            ("priorityClasses", index, "name"),
+            f"duplicate priority class {config.priority_classes[index].name!r}",
         )
-    for index, pc in enumerate(classes):
+    for index, pc in classes:
         if pc.name.startswith("system-"):
             yield ConfigIssue(
                 ("priorityClasses", index, "name"),
                 f"names starting with 'system-' are reserved by Kubernetes, got {pc.name!r}",
             )
+
+
+def one_default_priority_class(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    classes = config.priority_classes
     defaults = [index for index, pc in enumerate(classes) if pc.global_default]
     if len(defaults) != 1:
         found = ", ".join(repr(classes[i].name) for i in defaults) or "none"
@@ -255,6 +275,7 @@ RULES: tuple[Rule, ...] = (
     unique_groups,
     volumes_are_consistent,
     priority_classes_are_consistent,
+    one_default_priority_class,
     storage_classes_are_consistent,
 )
 """Every cross-field rule, run in this order after the models validate."""
@@ -283,7 +304,7 @@ def pool_capacity(pool: GpuNodePoolConfig) -> int:
 
 
 def _capacity_text(pool: GpuNodePoolConfig) -> str:
-    text = f"{pool.node_count} nodes x {pool.gpus_per_node} GPUs"
+    text = f"{_one_or_many(pool.node_count, 'node')} x {_one_or_many(pool.gpus_per_node, 'GPU')}"
     if pool.sharing.mode == "time-slicing":
         text += f" x {pool_units_per_gpu(pool)} replicas"
     elif pool.sharing.mode == "mig":
@@ -310,40 +331,40 @@ def pool_is_sound(pool: GpuNodePoolConfig) -> bool:
 
 def _sound_pools(config: PlatformConfig) -> dict[str, tuple[int, GpuNodePoolConfig]]:
     """First pool of each name, with its index, if sound."""
-    pools: dict[str, tuple[int, GpuNodePoolConfig]] = {}
-    seen: set[str] = set()
-    for index, pool in enumerate(config.node_pools):
-        if pool.name not in seen and pool_is_sound(pool):
-            pools[pool.name] = (index, pool)
-        seen.add(pool.name)
-    return pools
+    return {name: found for name, found in _first_pools(config).items() if pool_is_sound(found[1])}
 
 
-def _queued(team: TeamConfig) -> list[TeamPoolQuota]:
-    """The team's queue entries, first entry per pool only."""
+def _queued_with_positions(team: TeamConfig) -> list[tuple[int, TeamPoolQuota]]:
+    """The team's queue entries with their positions, first entry per pool only."""
     if team.queue is None:
         return []
     seen: set[str] = set()
     entries = []
-    for entry in team.queue.pools:
-        if entry.pool not in seen:
-            entries.append(entry)
-        seen.add(entry.pool)
+    for position, quota in enumerate(team.queue.pools):
+        if quota.pool not in seen:
+            entries.append((position, quota))
+        seen.add(quota.pool)
     return entries
 
 
+def _queued(team: TeamConfig) -> list[TeamPoolQuota]:
+    """The team's queue entries, first entry per pool only."""
+    return [quota for _, quota in _queued_with_positions(team)]
+
+
 def unique_pool_names(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    names = [pool.name for pool in config.node_pools]
+    names = [(index, pool.name) for index, pool in parsed(config.node_pools)]
     for index, first in _repeats(names):
         yield ConfigIssue(
             ("nodePools", index, "name"),
-            f"duplicate node pool name {names[index]!r} (first used by nodePools[{first}])",
+            f"duplicate node pool name {config.node_pools[index].name!r} (first used by "
+            f"nodePools[{first}])",
         )
 
 
 def pool_backends_are_complete(config: PlatformConfig) -> Iterator[ConfigIssue]:
     owner: dict[str, str] = {}
-    for index, pool in enumerate(config.node_pools):
+    for index, pool in parsed(config.node_pools):
         path = ("nodePools", index)
         if pool.backend == "karpenter":
             if pool.karpenter is None:
@@ -401,7 +422,7 @@ def pool_backends_are_complete(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 def gpu_sharing_is_valid(config: PlatformConfig) -> Iterator[ConfigIssue]:
     strategies: dict[str, int] = {}
-    for index, pool in enumerate(config.node_pools):
+    for index, pool in parsed(config.node_pools):
         sharing = pool.sharing
         path = ("nodePools", index, "sharing")
         if sharing.mode == "time-slicing":
@@ -438,13 +459,14 @@ def gpu_sharing_is_valid(config: PlatformConfig) -> Iterator[ConfigIssue]:
         yield ConfigIssue(
             ("nodePools", index, "sharing", "migStrategy"),
             "all MIG pools must use one strategy (the GPU operator's is cluster-wide): "
-            f"nodePools[{first}] uses {config.node_pools[first].sharing.mig_strategy!r}",
+            f"{entry_ref('nodePools', config.node_pools[first].name)} uses "
+            f"{config.node_pools[first].sharing.mig_strategy!r}",
         )
 
 
 def karpenter_settings_are_consistent(config: PlatformConfig) -> Iterator[ConfigIssue]:
     created: dict[str, str] = {}
-    for index, pool in enumerate(config.node_pools):
+    for index, pool in parsed(config.node_pools):
         karpenter = pool.karpenter
         if pool.backend != "karpenter" or karpenter is None:
             continue
@@ -507,8 +529,8 @@ def karpenter_settings_are_consistent(config: PlatformConfig) -> Iterator[Config
 
 
 def team_queues_reference_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    pools = {pool.name for pool in config.node_pools}
-    for index, team in enumerate(config.teams):
+    pools = _first_pools(config)
+    for index, team in parsed(config.teams):
         if team.queue is None:
             continue
         names = [entry.pool for entry in team.queue.pools]
@@ -520,7 +542,7 @@ def team_queues_reference_pools(config: PlatformConfig) -> Iterator[ConfigIssue]
         for position, entry in enumerate(team.queue.pools):
             path = ("teams", index, "queue", "pools", position)
             if entry.pool not in pools:
-                defined = ", ".join(sorted(pools)) or "none"
+                defined = ", ".join(pools.names()) or "none"
                 yield ConfigIssue(
                     (*path, "pool"), f"unknown node pool {entry.pool!r}; defined: {defined}"
                 )
@@ -539,59 +561,77 @@ def team_queues_reference_pools(config: PlatformConfig) -> Iterator[ConfigIssue]
 
 
 def pool_quotas_fit_capacity(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """The teams' nominal GPU quotas on a pool fit what it can hold; reported at the queue entry
+    that takes the sum past it, with every team's share."""
     overcommit = Decimal(str(config.queueing.overcommit))
-    for index, pool in _sound_pools(config).values():
-        nominal = sum(
-            entry.gpus
-            for team in config.teams
-            for entry in _queued(team)
-            if entry.pool == pool.name
+    for _, pool in _sound_pools(config).values():
+        limit = pool_capacity(pool) * overcommit
+        shares: list[tuple[str, int]] = []
+        crossing: tuple[int, int] | None = None
+        for index, team in enumerate(config.teams):
+            for position, quota in _queued_with_positions(team):
+                if quota.pool != pool.name:
+                    continue
+                before = sum(gpus for _, gpus in shares)
+                shares.append((team.name, quota.gpus))
+                if crossing is None and before <= limit < before + quota.gpus:
+                    crossing = (index, position)
+        if crossing is None:
+            continue
+        index, position = crossing
+        resource = pool_gpu_resource(pool)
+        parts = " + ".join(f"{name} {gpus}" for name, gpus in shares)
+        yield ConfigIssue(
+            ("teams", index, "queue", "pools", position, "gpus"),
+            f"the teams' nominal quotas on pool {pool.name!r} add up to "
+            f"{sum(gpus for _, gpus in shares)} {resource} ({parts}), above its "
+            f"{pool_capacity(pool)} ({_capacity_text(pool)}) x overcommit "
+            f"{config.queueing.overcommit}",
         )
-        capacity = pool_capacity(pool)
-        if nominal > capacity * overcommit:
-            yield ConfigIssue(
-                ("nodePools", index),
-                f"teams' nominal quotas on this pool add up to {nominal} "
-                f"{pool_gpu_resource(pool)}, above its {capacity} ({_capacity_text(pool)}) x "
-                f"overcommit {config.queueing.overcommit}",
-            )
 
 
 def namespace_quotas_cover_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    pools = {name: pool for name, (_, pool) in _sound_pools(config).items()}
-    for index, team in enumerate(config.teams):
-        queued: dict[str, tuple[Decimal, Decimal]] = {}
-        for entry in _queued(team):
-            pool = pools.get(entry.pool)
-            if pool is None:
+    """What a team's queue may admit, nominal plus borrowing over all its pools, fits its
+    namespace quota; the message lists each pool's share."""
+    pools = _first_pools(config)
+    for index, team in parsed(config.teams):
+        queued: dict[str, list[tuple[str, Decimal, Decimal]]] = {}
+        for quota in _queued(team):
+            found = pools.get(quota.pool)
+            if found is None or not pool_is_sound(found[1]):
                 continue  # unknown or unsound pool: reported by the rules above
-            limit = entry.borrowing_limit
+            pool = found[1]
+            limit = quota.borrowing_limit
             for resource, nominal, borrow in (
-                (pool_gpu_resource(pool), Decimal(entry.gpus), Decimal(limit.gpus or 0)),
-                ("cpu", parse_quantity(entry.cpu), parse_quantity(limit.cpu or "0")),
-                ("memory", parse_quantity(entry.memory), parse_quantity(limit.memory or "0")),
+                (pool_gpu_resource(pool), Decimal(quota.gpus), Decimal(limit.gpus or 0)),
+                ("cpu", parse_quantity(quota.cpu), parse_quantity(limit.cpu or "0")),
+                ("memory", parse_quantity(quota.memory), parse_quantity(limit.memory or "0")),
             ):
-                old = queued.get(resource, (Decimal(0), Decimal(0)))
-                queued[resource] = (old[0] + nominal, old[1] + borrow)
-        quota = team.quota
-        for resource, (nominal, borrow) in queued.items():
+                queued.setdefault(resource, []).append((pool.name, nominal, borrow))
+        hard_quota = team.quota
+        for resource, shares in queued.items():
             if resource == "cpu":
-                key, hard, shown_hard = "cpu", parse_quantity(quota.cpu), quota.cpu
+                key, hard, shown_hard = "cpu", parse_quantity(hard_quota.cpu), hard_quota.cpu
             elif resource == "memory":
-                key, hard, shown_hard = "memory", parse_quantity(quota.memory), quota.memory
+                key, hard = "memory", parse_quantity(hard_quota.memory)
+                shown_hard = hard_quota.memory
             elif resource == GPU_RESOURCE:
-                key, hard, shown_hard = "gpus", Decimal(quota.gpus), str(quota.gpus)
+                key, hard, shown_hard = "gpus", Decimal(hard_quota.gpus), str(hard_quota.gpus)
             else:
                 profile = resource.removeprefix(MIG_RESOURCE_PREFIX)
-                slices = quota.mig_slices.get(profile, 0)
+                slices = hard_quota.mig_slices.get(profile, 0)
                 key, hard, shown_hard = "migSlices", Decimal(slices), f"{slices} {profile} slices"
-            if nominal + borrow > hard:
-                total = _show_amount(resource, nominal + borrow)
+            total = sum((nominal + borrow for _, nominal, borrow in shares), Decimal(0))
+            if total > hard:
+                show = functools.partial(_show_amount, resource)
+                parts = ", ".join(
+                    f"{name} {show(nominal)}" + (f" + {show(borrow)} borrowing" if borrow else "")
+                    for name, nominal, borrow in shares
+                )
                 yield ConfigIssue(
                     ("teams", index, "quota", key),
-                    f"the team's queue may admit {total} {resource} (nominal "
-                    f"{_show_amount(resource, nominal)} + borrowing "
-                    f"{_show_amount(resource, borrow)}), above the namespace quota of {shown_hard}",
+                    f"the team's queue may admit {show(total)} {resource} ({parts}), above the "
+                    f"namespace quota of {shown_hard}",
                 )
 
 
@@ -631,20 +671,6 @@ BLOCK_PROVISIONERS = frozenset(
 """CSI drivers whose volumes only one node mounts at a time: no ReadWriteMany across nodes."""
 SHARED_ACCESS_MODES = frozenset({"ReadWriteMany", "ReadOnlyMany"})
 """Access modes that let pods on different nodes mount one volume."""
-
-
-def _first_teams(config: PlatformConfig) -> dict[str, tuple[int, TeamConfig]]:
-    teams: dict[str, tuple[int, TeamConfig]] = {}
-    for index, team in enumerate(config.teams):
-        teams.setdefault(team.name, (index, team))
-    return teams
-
-
-def _first_pools(config: PlatformConfig) -> dict[str, tuple[int, GpuNodePoolConfig]]:
-    pools: dict[str, tuple[int, GpuNodePoolConfig]] = {}
-    for index, pool in enumerate(config.node_pools):
-        pools.setdefault(pool.name, (index, pool))
-    return pools
 
 
 def _default_priority_class(config: PlatformConfig) -> str | None:
@@ -755,16 +781,16 @@ def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
 
 def workload_teams_exist(config: PlatformConfig) -> Iterator[ConfigIssue]:
     teams = _first_teams(config)
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         if workload.team not in teams:
             yield ConfigIssue(
                 ("workloads", index, "team"),
-                f"unknown team {workload.team!r}; defined: {', '.join(sorted(teams))}",
+                f"unknown team {workload.team!r}; defined: {', '.join(teams.names())}",
             )
 
 
 def unique_workload_names(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    keys = [f"{w.team}/{w.name}" for w in config.workloads]
+    keys = [(index, f"{w.team}/{w.name}") for index, w in parsed(config.workloads)]
     for index, first in _repeats(keys):
         workload = config.workloads[index]
         yield ConfigIssue(
@@ -775,7 +801,7 @@ def unique_workload_names(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 
 def workload_kind_settings(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         path = ("workloads", index)
         if workload.kind == "training" and workload.inference is not None:
             yield ConfigIssue((*path, "inference"), "only for kind 'inference'")
@@ -864,17 +890,19 @@ def _inference_settings(
 
 def workload_gpus_fit_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
     pools = _first_pools(config)
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         if workload.gpus is None:
             continue
         path = ("workloads", index, "gpus")
-        found = pools.get(workload.gpus.pool)
-        if found is None:
-            defined = ", ".join(sorted(pools)) or "none"
+        if workload.gpus.pool not in pools:
+            defined = ", ".join(pools.names()) or "none"
             yield ConfigIssue(
                 (*path, "pool"), f"unknown node pool {workload.gpus.pool!r}; defined: {defined}"
             )
             continue
+        found = pools.get(workload.gpus.pool)
+        if found is None:
+            continue  # the pool did not parse
         _, pool = found
         if not pool_is_sound(pool):
             continue  # the pool's own rules say why; its capacity is unknown
@@ -907,21 +935,20 @@ def workload_gpus_fit_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 def workload_priority_classes(config: PlatformConfig) -> Iterator[ConfigIssue]:
     teams = _first_teams(config)
-    known = [pc.name for pc in config.priority_classes]
-    default = _default_priority_class(config)
-    for index, workload in enumerate(config.workloads):
+    known = _priority_classes(config)
+    for index, workload in parsed(config.workloads):
         path = ("workloads", index, "priorityClass")
-        name = workload.priority_class or default
+        name = workload.priority_class or _default_priority_class(config)
         if name is None:
-            continue  # no global default: reported by priority_classes_are_consistent
+            continue  # no global default: reported by one_default_priority_class
         if name not in known:
             yield ConfigIssue(
-                path, f"unknown priority class {name!r}; defined: {', '.join(sorted(known))}"
+                path, f"unknown priority class {name!r}; defined: {', '.join(known.names())}"
             )
             continue
         team = teams.get(workload.team)
         allowed = team[1].priority_classes if team else None
-        if allowed is None or name in allowed or not set(allowed) <= set(known):
+        if allowed is None or name in allowed or not all(pc in known for pc in allowed):
             continue  # a team list naming unknown classes is reported on the team
         if workload.priority_class is None:
             message = (
@@ -952,7 +979,7 @@ def workload_volumes(config: PlatformConfig) -> Iterator[ConfigIssue]:
     teams = _first_teams(config)
     classes = {sc.name: sc for sc in config.storage.classes}
     defined_classes = ", ".join(sorted(classes))
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if found is None:
             continue
@@ -1076,11 +1103,11 @@ def _gpu_quota(team: TeamConfig, pool: GpuNodePoolConfig) -> tuple[int, str]:
 def workloads_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
     teams = _first_teams(config)
     pools = _first_pools(config)
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if found is None:
             continue
-        team_index, team = found
+        team = found[1]
         path = ("workloads", index)
         demand = workload_demand(workload)
         quota = team.quota
@@ -1111,9 +1138,10 @@ def workloads_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
                 f"runs up to {demand.total('pods')} pods at its peak, above the pod quota of "
                 f"{owner} ({quota.pods})",
             )
-        if workload.gpus is None or workload.gpus.pool not in pools:
+        found_pool = pools.get(workload.gpus.pool) if workload.gpus else None
+        if workload.gpus is None or found_pool is None:
             continue
-        pool = pools[workload.gpus.pool][1]
+        pool = found_pool[1]
         if not pool_is_sound(pool) or not _fits_a_node(workload, pool):
             continue
         hard_gpus, shown_key = _gpu_quota(team, pool)
@@ -1121,7 +1149,8 @@ def workloads_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
         if hard_gpus == 0:
             yield ConfigIssue(
                 (*path, "gpus"),
-                f"{owner} has no quota for {resource_name} (teams[{team_index}].{shown_key} is 0)",
+                f"{owner} has no quota for {resource_name} "
+                f"({entry_ref('teams', team.name)}.{shown_key} is 0)",
             )
             continue
         total_gpus = demand.total("gpus")
@@ -1135,16 +1164,14 @@ def workloads_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
 
 
 def workload_claims_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    """Claims the workloads create, on top of the team's volumes, fit its storage quota."""
+    """Claims the workloads create, on top of the team's volumes, fit its storage quota;
+    reported at the claim that crosses the line, with everything that counts."""
     teams = _first_teams(config)
-    used: dict[str, tuple[Decimal, int]] = {
-        team.name: (
-            sum((parse_quantity(v.size) for v in team.volumes), Decimal(0)),
-            len(team.volumes),
-        )
-        for _, team in teams.values()
+    used: dict[str, list[tuple[str, Decimal, int]]] = {
+        name: [(v.name, parse_quantity(v.size), 1) for v in team.volumes]
+        for name, (_, team) in teams.items()
     }
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if found is None:
             continue
@@ -1155,66 +1182,85 @@ def workload_claims_fit_team_quota(config: PlatformConfig) -> Iterator[ConfigIss
             or len(team.volumes) > team.quota.persistent_volume_claims
         ):
             continue  # the team's own volumes already exceed it: reported on the team
-        claims: list[tuple[tuple[str | int, ...], str, int]] = []
+        claims: list[tuple[tuple[str | int, ...], str, str, int]] = []
         if workload.kind == "training":
             checkpoints = workload.training_settings.checkpoints
             if checkpoints is not None and checkpoints.claim is None and checkpoints.size:
-                claims.append((("training", "checkpoints", "size"), checkpoints.size, 1))
+                claims.append(
+                    (
+                        ("training", "checkpoints", "size"),
+                        f"{workload.name}-checkpoints",
+                        checkpoints.size,
+                        1,
+                    )
+                )
         else:
             for position, dep in enumerate(workload.inference_settings.stateful_dependencies):
                 claims.append(
                     (
                         ("inference", "statefulDependencies", position, "size"),
+                        f"{workload.name}-{dep.name}",
                         dep.size,
                         dep.replicas,
                     )
                 )
-        for where, size, count in claims:
-            storage, number = used[team.name]
-            storage += parse_quantity(size) * count
-            number += count
-            used[team.name] = (storage, number)
+        for where, claim, size, count in claims:
+            counted = used[team.name]
+            before = sum((amount * n for _, amount, n in counted), Decimal(0))
+            claims_before = sum(n for _, _, n in counted)
+            counted.append((claim, parse_quantity(size), count))
+            storage = before + parse_quantity(size) * count
+            number = claims_before + count
             path = ("workloads", index, *where)
-            if storage > parse_quantity(team.quota.storage):
+            parts = " + ".join(
+                f"{name} {_show_amount('memory', amount)}" + (f" x {n}" if n > 1 else "")
+                for name, amount, n in counted
+            )
+            quota = team.quota
+            if before <= parse_quantity(quota.storage) < storage:
                 yield ConfigIssue(
                     path,
                     f"the volumes and workload claims of team {team.name!r} add up to "
-                    f"{_show_amount('memory', storage)}, above its storage quota of "
-                    f"{team.quota.storage}",
+                    f"{_show_amount('memory', storage)} ({parts}), above its storage quota of "
+                    f"{quota.storage}",
                 )
-            if number > team.quota.persistent_volume_claims:
+            if claims_before <= quota.persistent_volume_claims < number:
+                names = " + ".join(name + (f" x {n}" if n > 1 else "") for name, _, n in counted)
                 yield ConfigIssue(
                     path,
                     f"the volumes and workload claims of team {team.name!r} add up to {number} "
-                    f"PVCs, above its quota of {team.quota.persistent_volume_claims}",
+                    f"PVCs ({names}), above its quota of {quota.persistent_volume_claims}",
                 )
 
 
 def serving_floor_fits_team_quota(config: PlatformConfig) -> Iterator[ConfigIssue]:
-    """A team's inference services at their minimum replicas run all the time: they must fit."""
+    """A team's inference services at their minimum replicas run all the time: they must fit.
+    Reported at the service that crosses the line, with each service's share."""
     teams = _first_teams(config)
-    totals: dict[str, dict[str, Decimal]] = {}
-    for index, workload in enumerate(config.workloads):
+    shares: dict[tuple[str, str], list[tuple[str, Decimal]]] = {}
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if found is None or workload.kind != "inference":
             continue
         team = found[1]
         demand = workload_demand(workload, floor=True)
-        sums = totals.setdefault(team.name, {"cpu": Decimal(0), "memory_limit": Decimal(0)})
         for resource, hard, shown, noun in (
             ("cpu", parse_quantity(team.quota.cpu), team.quota.cpu, "CPU"),
             ("memory_limit", parse_quantity(team.quota.memory), team.quota.memory, "memory"),
         ):
-            before = sums[resource]
-            sums[resource] = before + demand.total(resource)
+            counted = shares.setdefault((team.name, resource), [])
+            before = sum((amount for _, amount in counted), Decimal(0))
+            counted.append((workload.name, demand.total(resource)))
+            total = before + demand.total(resource)
             # Report once, at the service that crosses the line; a service that alone
             # exceeds the quota is reported by workloads_fit_team_quota already.
-            if before <= hard < sums[resource] and before > 0:
-                amount = _show_amount(resource.removesuffix("_limit"), sums[resource])
+            if before <= hard < total and before > 0:
+                show = functools.partial(_show_amount, resource.removesuffix("_limit"))
+                parts = " + ".join(f"{name} {show(amount)}" for name, amount in counted)
                 yield ConfigIssue(
                     ("workloads", index),
-                    f"the inference services of team {team.name!r} need {amount} {noun} at "
-                    f"their minimum replicas, above the team's quota of {shown}",
+                    f"the inference services of team {team.name!r} need {show(total)} {noun} "
+                    f"at their minimum replicas ({parts}), above the team's quota of {shown}",
                 )
 
 
@@ -1223,11 +1269,12 @@ def workloads_fit_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
     queue can ever admit there (nominal + borrowing): otherwise Kueue never admits it."""
     teams = _first_teams(config)
     pools = _first_pools(config)
-    for index, workload in enumerate(config.workloads):
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
-        if found is None or workload.gpus is None or workload.gpus.pool not in pools:
+        found_pool = pools.get(workload.gpus.pool) if workload.gpus else None
+        if found is None or workload.gpus is None or found_pool is None:
             continue
-        team_index, team = found
+        team, pool = found[1], found_pool[1]
         path = ("workloads", index)
         inference = workload.kind == "inference"
         if not config.queueing.enabled or (inference and not workload.inference_settings.queued):
@@ -1236,12 +1283,12 @@ def workloads_fit_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
             if inference:
                 yield ConfigIssue(
                     (*path, "inference", "queued"),
-                    f"team {team.name!r} has no Kueue queue (teams[{team_index}].queue)",
+                    f"team {team.name!r} has no Kueue queue "
+                    f"({entry_ref('teams', team.name)}.queue)",
                 )
             continue
         entries = {entry.pool: entry for entry in _queued(team)}
-        pool = pools[workload.gpus.pool][1]
-        if not set(entries) <= set(pools) or not pool_is_sound(pool):
+        if not all(name in pools for name in entries) or not pool_is_sound(pool):
             continue  # the queue or the pool is broken itself: reported there
         if not _fits_a_node(workload, pool):
             continue
@@ -1250,8 +1297,8 @@ def workloads_fit_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(
                 (*path, "gpus", "pool"),
                 f"team {team.name!r} queues GPU work on {', '.join(entries)} only; add "
-                f"{workload.gpus.pool!r} to teams[{team_index}].queue.pools or Kueue never "
-                "admits this workload",
+                f"{workload.gpus.pool!r} to {entry_ref('teams', team.name)}.queue.pools or "
+                "Kueue never admits this workload",
             )
             continue
         demand = workload_demand(workload)
@@ -1318,6 +1365,13 @@ OTHER_RULES: tuple[Rule, ...] = (
 )
 
 
+ALL_RULES: tuple[Rule, ...] = (*RULES, *GPU_RULES, *WORKLOAD_RULES, *OTHER_RULES)
+
+
+def cross_field_check(config: PlatformConfig) -> tuple[list[ConfigIssue], list[SkippedCheck]]:
+    """Every rule's issues, and the checks that did not run because their input did not parse."""
+    return run_rules(ALL_RULES, config)
+
+
 def cross_field_issues(config: PlatformConfig) -> list[ConfigIssue]:
-    rules = (*RULES, *GPU_RULES, *WORKLOAD_RULES, *OTHER_RULES)
-    return [issue for rule in rules for issue in rule(config)]
+    return cross_field_check(config)[0]

@@ -51,7 +51,7 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "negative GPU quota",
         _set("teams.2.quota.gpus", -1),
-        "ai-platform:teams[2].quota.gpus: must be >= 0, got -1",
+        "ai-platform:teams[platform].quota.gpus: must be >= 0, got -1",
     ),
     (
         "unknown top-level key",
@@ -61,7 +61,7 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "unknown nested key",
         _set("teams.0.quota.gpu", 4),
-        "ai-platform:teams[0].quota.gpu: unknown key; did you mean 'gpus'?",
+        "ai-platform:teams[research].quota.gpu: unknown key; did you mean 'gpus'?",
     ),
     (
         "snake_case key",
@@ -71,19 +71,21 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "team name not DNS-1123",
         _set("teams.1.name", "Search_Serving"),
-        "ai-platform:teams[1].name: must be a DNS-1123 label (lower-case letters, digits and '-', "
-        "starting and ending with a letter or digit, at most 63 characters), got 'Search_Serving'",
+        "ai-platform:teams[Search_Serving].name: must be a DNS-1123 label (lower-case letters, "
+        "digits and '-', starting and ending with a letter or digit, at most 63 characters), got "
+        "'Search_Serving'",
     ),
     (
         "duplicate team name",
         _set("teams.2.name", "research"),
-        "ai-platform:teams[2].name: duplicate team name 'research' (first used by teams[0])",
+        "ai-platform:teams[research].name: duplicate team name 'research' (first used by "
+        "teams[0]); it is teams[2], one of 2 entries named 'research'",
     ),
     (
         "quota not a quantity",
         _set("teams.0.quota.memory", "lots"),
-        "ai-platform:teams[0].quota.memory: must be a Kubernetes quantity such as '4', '500m' or "
-        "'16Gi', got 'lots'",
+        "ai-platform:teams[research].quota.memory: must be a Kubernetes quantity such as '4', "
+        "'500m' or '16Gi', got 'lots'",
     ),
     (
         "two default storage classes",
@@ -99,7 +101,7 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "unknown priority class on a team",
         _set("teams.0.priorityClasses", ["high", "urgent"]),
-        "ai-platform:teams[0].priorityClasses[1]: unknown priority class 'urgent'; defined: "
+        "ai-platform:teams[research].priorityClasses[1]: unknown priority class 'urgent'; defined: "
         "batch-low, critical, high, normal",
     ),
     (
@@ -116,25 +118,25 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "default limit below default request",
         _set("teams.1.containerDefaults.limits.memory", "2Gi"),
-        "ai-platform:teams[1].containerDefaults.limits.memory: default limit 2Gi is below the "
-        "default request 4Gi",
+        "ai-platform:teams[search-serving].containerDefaults.limits.memory: default limit 2Gi is "
+        "below the default request 4Gi",
     ),
     (
         "volume on an unknown storage class",
         _set("teams.0.volumes.0.storageClass", "fast-ssd"),
-        "ai-platform:teams[0].volumes[0].storageClass: unknown storage class 'fast-ssd'; defined: "
-        "checkpoints-local, datasets-nfs",
+        "ai-platform:teams[research].volumes[datasets].storageClass: unknown storage class "
+        "'fast-ssd'; defined: checkpoints-local, datasets-nfs",
     ),
     (
         "reserved namespace",
         _set("teams.2.namespace", "kube-system"),
-        "ai-platform:teams[2].namespace: namespace 'kube-system' is reserved for the system or the "
-        "platform",
+        "ai-platform:teams[platform].namespace: namespace 'kube-system' is reserved for the "
+        "system or the platform",
     ),
     (
         "platform-owned env var",
         _set("teams.0.env.TRAINING_ENV", "prod"),
-        "ai-platform:teams[0].env.TRAINING_ENV: is set by the platform; remove it",
+        "ai-platform:teams[research].env.TRAINING_ENV: is set by the platform; remove it",
     ),
     (
         "wrong type for a list",
@@ -150,13 +152,13 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     (
         "priority value in the system range",
         _set("priorityClasses", _priority_classes(critical={"value": 2_000_000_000})),
-        "ai-platform:priorityClasses[0].value: must be <= 1000000000, got 2000000000",
+        "ai-platform:priorityClasses[critical].value: must be <= 1000000000, got 2000000000",
     ),
     (
         "volumes above the storage quota",
         _set("teams.0.quota.storage", "1Ti"),
-        "ai-platform:teams[0].volumes: volumes request 3298534883328 bytes in all, above the "
-        "team's storage quota of 1Ti",
+        "ai-platform:teams[research].volumes: the team's volumes add up to 3Ti (datasets 2Ti + "
+        "checkpoints 1Ti), above its storage quota of 1Ti",
     ),
 ]
 
@@ -185,10 +187,16 @@ def test_all_errors_are_listed_at_once() -> None:
     text = caught.value.render()
     assert text.splitlines() == [
         "3 stack config errors:",
-        "  Pulumi.prod.yaml: ai-platform:teams[0].quota.cpu: must be a Kubernetes quantity such "
-        "as '4', '500m' or '16Gi', got 'many'",
-        "  Pulumi.prod.yaml: ai-platform:teams[2].quota.gpus: must be >= 0, got -1",
+        "  Pulumi.prod.yaml: ai-platform:teams[research].quota.cpu: must be a Kubernetes quantity "
+        "such as '4', '500m' or '16Gi', got 'many'",
+        "  Pulumi.prod.yaml: ai-platform:teams[platform].quota.gpus: must be >= 0, got -1",
         "  Pulumi.prod.yaml: ai-platform:clustr: unknown key; did you mean 'cluster'?",
+        "not checked until the errors above are fixed:",
+        "  - ai-platform:teams[research]: its cross-field checks, and those of the entries that "
+        "refer to it (workload priority classes, workload volumes, workloads fit team quota, "
+        "workload claims fit team quota, serving floor fits team quota, workloads fit queues)",
+        "  - ai-platform:teams[platform]: its cross-field checks",
+        "  - pool quotas fit capacity: not run (reads ai-platform:teams[research])",
     ]
 
 
@@ -198,7 +206,7 @@ def test_prod_refuses_storage_that_deletes_volumes() -> None:
     with pytest.raises(ConfigError) as caught:
         validate_platform_config(config, "Pulumi.prod.yaml")
     assert [i.key_path for i in caught.value.issues] == [
-        "ai-platform:storage.classes[1].reclaimPolicy"
+        "ai-platform:storage.classes[datasets-efs].reclaimPolicy"
     ]
 
 

@@ -47,100 +47,102 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
                 "nodes": ["gpu-node-09"],
             },
         ),
-        "ai-platform:nodePools[2].name: duplicate node pool name 'lab-a100' (first used by "
-        "nodePools[0])",
+        "ai-platform:nodePools[lab-a100].name: duplicate node pool name 'lab-a100' (first used "
+        "by nodePools[0]); it is nodePools[2], one of 2 entries named 'lab-a100'",
     ),
     (
         "zero GPUs per node",
         "dev",
         _set("nodePools.0.gpusPerNode", 0),
-        "ai-platform:nodePools[0].gpusPerNode: must be > 0, got 0",
+        "ai-platform:nodePools[lab-a100].gpusPerNode: must be > 0, got 0",
     ),
     (
         "static pool without nodes",
         "dev",
         _set("nodePools.1.nodes", []),
-        "ai-platform:nodePools[1].nodes: a static pool must name at least one node",
+        "ai-platform:nodePools[lab-a100-mig].nodes: a static pool must name at least one node",
     ),
     (
         "static pool with maxNodes",
         "dev",
         _set("nodePools.0.maxNodes", 4),
-        "ai-platform:nodePools[0].maxNodes: only for backend 'karpenter'; a static pool is "
+        "ai-platform:nodePools[lab-a100].maxNodes: only for backend 'karpenter'; a static pool is "
         "sized by its node list",
     ),
     (
         "node in two static pools",
         "dev",
         _set("nodePools.1.nodes", ["gpu-node-03", "gpu-node-01"]),
-        "ai-platform:nodePools[1].nodes[1]: node 'gpu-node-01' already belongs to pool 'lab-a100'",
+        "ai-platform:nodePools[lab-a100-mig].nodes[1]: node 'gpu-node-01' already belongs to "
+        "pool 'lab-a100'",
     ),
     (
         "karpenter pool without a node class",
         "prod",
         _delete("nodePools.2.karpenter"),
-        "ai-platform:nodePools[2].karpenter: required for backend 'karpenter': name the node "
-        "class in karpenter.nodeClassRef.name",
+        "ai-platform:nodePools[spot-batch].karpenter: required for backend 'karpenter': name the "
+        "node class in karpenter.nodeClassRef.name",
     ),
     (
         "karpenter pool with a node class ref missing its name",
         "prod",
         _set("nodePools.2.karpenter.nodeClassRef", {}),
-        "ai-platform:nodePools[2].karpenter.nodeClassRef.name: required key is missing",
+        "ai-platform:nodePools[spot-batch].karpenter.nodeClassRef.name: required key is missing",
     ),
     (
         "karpenter pool without maxNodes",
         "prod",
         _delete("nodePools.1.maxNodes"),
-        "ai-platform:nodePools[1].maxNodes: required for backend 'karpenter': it bounds the "
-        "pool's GPU limit",
+        "ai-platform:nodePools[l4-inference].maxNodes: required for backend 'karpenter': it "
+        "bounds the pool's GPU limit",
     ),
     (
         "minNodes above maxNodes",
         "prod",
         _set("nodePools.0.minNodes", 9),
-        "ai-platform:nodePools[0].minNodes: minNodes 9 exceeds maxNodes 8",
+        "ai-platform:nodePools[h100-training].minNodes: minNodes 9 exceeds maxNodes 8",
     ),
     (
         "minNodes between zero and maxNodes",
         "prod",
         _set("nodePools.0.minNodes", 2),
-        "ai-platform:nodePools[0].minNodes: must be 0 or equal to maxNodes (8): a Karpenter "
-        "NodePool scales from zero or keeps a fixed number of nodes",
+        "ai-platform:nodePools[h100-training].minNodes: must be 0 or equal to maxNodes (8): a "
+        "Karpenter NodePool scales from zero or keeps a fixed number of nodes",
     ),
     (
         "karpenter pool launching any instance",
         "prod",
         _set("nodePools.2.karpenter.instanceTypes", []),
-        "ai-platform:nodePools[2].karpenter: set instanceTypes or instanceFamilies: a GPU pool "
-        "must not launch any instance type",
+        "ai-platform:nodePools[spot-batch].karpenter: set instanceTypes or instanceFamilies: a "
+        "GPU pool must not launch any instance type",
     ),
     (
         "time-slicing with one replica",
         "prod",
         _set("nodePools.1.sharing.replicas", 1),
-        "ai-platform:nodePools[1].sharing.replicas: time-slicing needs at least 2 replicas per "
-        "GPU, got 1",
+        "ai-platform:nodePools[l4-inference].sharing.replicas: time-slicing needs at least 2 "
+        "replicas per GPU, got 1",
     ),
     (
         "time-slicing without replicas",
         "prod",
         _set("nodePools.1.sharing", {"mode": "time-slicing"}),
-        "ai-platform:nodePools[1].sharing.replicas: required for mode 'time-slicing' (at least 2)",
+        "ai-platform:nodePools[l4-inference].sharing.replicas: required for mode 'time-slicing' "
+        "(at least 2)",
     ),
     (
         "MIG profile of another GPU generation",
         "dev",
         _set("nodePools.1.sharing.migProfile", "1g.5gb"),
-        "ai-platform:nodePools[1].sharing.migProfile: MIG profile '1g.5gb' is not valid for "
-        "NVIDIA-A100-SXM4-80GB (A100 80GB); valid: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, "
-        "7g.80gb",
+        "ai-platform:nodePools[lab-a100-mig].sharing.migProfile: MIG profile '1g.5gb' is not "
+        "valid for NVIDIA-A100-SXM4-80GB (A100 80GB); valid: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, "
+        "4g.40gb, 7g.80gb",
     ),
     (
         "MIG on a GPU without MIG",
         "prod",
         _set("nodePools.1.sharing", {"mode": "mig", "migProfile": "1g.6gb"}),
-        "ai-platform:nodePools[1].sharing.migProfile: NVIDIA-L4 does not support MIG",
+        "ai-platform:nodePools[l4-inference].sharing.migProfile: NVIDIA-L4 does not support MIG",
     ),
     (
         "two MIG strategies",
@@ -156,29 +158,29 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
                 "sharing": {"mode": "mig", "migProfile": "3g.40gb", "migStrategy": "single"},
             },
         ),
-        "ai-platform:nodePools[2].sharing.migStrategy: all MIG pools must use one strategy (the "
-        "GPU operator's is cluster-wide): nodePools[1] uses 'mixed'",
+        "ai-platform:nodePools[lab-h100-mig].sharing.migStrategy: all MIG pools must use one "
+        "strategy (the GPU operator's is cluster-wide): nodePools[lab-a100-mig] uses 'mixed'",
     ),
     (
         "training pool consolidated when underutilised",
         "prod",
         _set("nodePools.0.karpenter.disruption.consolidationPolicy", "WhenEmptyOrUnderutilized"),
-        "ai-platform:nodePools[0].karpenter.disruption.consolidationPolicy: training pools must "
-        "use WhenEmpty: consolidating underutilised nodes evicts running training",
+        "ai-platform:nodePools[h100-training].karpenter.disruption.consolidationPolicy: training "
+        "pools must use WhenEmpty: consolidating underutilised nodes evicts running training",
     ),
     (
         "budget schedule without duration",
         "prod",
         _delete("nodePools.0.karpenter.disruption.budgets.0.duration"),
-        "ai-platform:nodePools[0].karpenter.disruption.budgets[0]: schedule and duration must be "
-        "set together",
+        "ai-platform:nodePools[h100-training].karpenter.disruption.budgets[0]: schedule and "
+        "duration must be set together",
     ),
     (
         "bad budget node count",
         "prod",
         _set("nodePools.0.karpenter.disruption.budgets.1.nodes", "all"),
-        "ai-platform:nodePools[0].karpenter.disruption.budgets[1].nodes: must be a node count "
-        "such as '0' or a percentage such as '10%', got 'all'",
+        "ai-platform:nodePools[h100-training].karpenter.disruption.budgets[1].nodes: must be a "
+        "node count such as '0' or a percentage such as '10%', got 'all'",
     ),
     (
         "soft eviction without a grace period",
@@ -187,50 +189,52 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
             "nodePools.0.karpenter.ec2NodeClass.kubelet",
             {"evictionSoft": {"memory.available": "10%", "nodefs.available": "15%"}},
         ),
-        "ai-platform:nodePools[0].karpenter.ec2NodeClass.kubelet.evictionSoftGracePeriod: needs "
-        "a grace period for every evictionSoft signal; missing: nodefs.available",
+        "ai-platform:nodePools[h100-training].karpenter.ec2NodeClass.kubelet."
+        "evictionSoftGracePeriod: needs a grace period for every evictionSoft signal; missing: "
+        "nodefs.available",
     ),
     (
         "reserved capacity without reservations",
         "prod",
         _delete("nodePools.0.karpenter.ec2NodeClass.capacityReservationTags"),
-        "ai-platform:nodePools[0].karpenter.ec2NodeClass: capacityType 'reserved' needs "
-        "capacityReservationIds or capacityReservationTags to select the reservations",
+        "ai-platform:nodePools[h100-training].karpenter.ec2NodeClass: capacityType 'reserved' "
+        "needs capacityReservationIds or capacityReservationTags to select the reservations",
     ),
     (
         "two pools create the same node class",
         "prod",
         _set("nodePools.1.karpenter.nodeClassRef.name", "gpu-training"),
-        "ai-platform:nodePools[1].karpenter.nodeClassRef.name: node class 'gpu-training' is "
-        "already created by pool 'h100-training'",
+        "ai-platform:nodePools[l4-inference].karpenter.nodeClassRef.name: node class "
+        "'gpu-training' is already created by pool 'h100-training'",
     ),
     (
         "unpinnable AMI alias",
         "prod",
         _set("nodePools.0.karpenter.ec2NodeClass.amiAlias", "ubuntu@22.04"),
-        "ai-platform:nodePools[0].karpenter.ec2NodeClass.amiAlias: must be an EKS AMI alias "
-        "'family@version' such as 'al2023@v20251110', got 'ubuntu@22.04'",
+        "ai-platform:nodePools[h100-training].karpenter.ec2NodeClass.amiAlias: must be an EKS "
+        "AMI alias 'family@version' such as 'al2023@v20251110', got 'ubuntu@22.04'",
     ),
     (
         "queue on an unknown pool",
         "dev",
         _set("teams.0.queue.pools.0.pool", "lab-h100"),
-        "ai-platform:teams[0].queue.pools[0].pool: unknown node pool 'lab-h100'; defined: "
-        "lab-a100, lab-a100-mig",
+        "ai-platform:teams[research].queue.pools[lab-h100].pool: unknown node pool 'lab-h100'; "
+        "defined: lab-a100, lab-a100-mig",
     ),
     (
         "pool listed twice in a queue",
         "dev",
         _set("teams.1.queue.pools.1.pool", "lab-a100-mig"),
-        "ai-platform:teams[1].queue.pools[1].pool: pool 'lab-a100-mig' is listed twice (first "
-        "at pools[0])",
+        "ai-platform:teams[search-serving].queue.pools[lab-a100-mig].pool: pool 'lab-a100-mig' "
+        "is listed twice (first at pools[0]); it is teams[search-serving].queue.pools[1], one of "
+        "2 entries named 'lab-a100-mig'",
     ),
     (
         "lending more than the nominal quota",
         "dev",
         _set("teams.0.queue.pools.0.lendingLimit", {"gpus": 7}),
-        "ai-platform:teams[0].queue.pools[0].lendingLimit.gpus: lending limit 7 exceeds the "
-        "nominal quota 6",
+        "ai-platform:teams[research].queue.pools[lab-a100].lendingLimit.gpus: lending limit 7 "
+        "exceeds the nominal quota 6",
     ),
     (
         "nominal quotas above pool capacity",
@@ -238,8 +242,9 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         _all(
             _set("teams.0.queue.pools.0.gpus", 8), _set("teams.0.queue.pools.0.borrowingLimit", {})
         ),
-        "ai-platform:nodePools[0]: teams' nominal quotas on this pool add up to 10 nvidia.com/gpu, "
-        "above its 8 (2 nodes x 4 GPUs) x overcommit 1.0",
+        "ai-platform:teams[search-serving].queue.pools[lab-a100].gpus: the teams' nominal quotas "
+        "on pool 'lab-a100' add up to 10 nvidia.com/gpu (research 8 + search-serving 2), above "
+        "its 8 (2 nodes x 4 GPUs) x overcommit 1.0",
     ),
     (
         "MIG quotas above pool capacity",
@@ -247,16 +252,17 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         _all(
             _set("teams.2.queue.pools.0.gpus", 15), _set("teams.2.quota.migSlices", {"1g.10gb": 15})
         ),
-        "ai-platform:nodePools[1]: teams' nominal quotas on this pool add up to 29 "
-        "nvidia.com/mig-1g.10gb, above its 28 (1 nodes x 4 GPUs x 7 1g.10gb slices) x "
-        "overcommit 1.0",
+        "ai-platform:teams[platform].queue.pools[lab-a100-mig].gpus: the teams' nominal quotas "
+        "on pool 'lab-a100-mig' add up to 29 nvidia.com/mig-1g.10gb (search-serving 14 + "
+        "platform 15), above its 28 (1 node x 4 GPUs x 7 1g.10gb slices) x overcommit 1.0",
     ),
     (
         "time-sliced quotas above pool capacity",
         "prod",
         _all(_set("teams.1.queue.pools.0.gpus", 60), _set("teams.1.quota.gpus", 68)),
-        "ai-platform:nodePools[1]: teams' nominal quotas on this pool add up to 68 "
-        "nvidia.com/gpu, above its 64 (16 nodes x 1 GPUs x 4 replicas) x overcommit 1.0",
+        "ai-platform:teams[platform].queue.pools[l4-inference].gpus: the teams' nominal quotas "
+        "on pool 'l4-inference' add up to 68 nvidia.com/gpu (search-serving 60 + platform 8), "
+        "above its 64 (16 nodes x 1 GPU x 4 replicas) x overcommit 1.0",
     ),
     (
         "overcommit below one",
@@ -269,29 +275,29 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         "dev",
         # Shrink the 2 x 4 GPU fine-tune too, which a quota of 6 would also reject.
         _all(_set("teams.0.quota.gpus", 6), _set("workloads.0.training.nodes", 1)),
-        "ai-platform:teams[0].quota.gpus: the team's queue may admit 8 nvidia.com/gpu (nominal 6 "
-        "+ borrowing 2), above the namespace quota of 6",
+        "ai-platform:teams[research].quota.gpus: the team's queue may admit 8 nvidia.com/gpu "
+        "(lab-a100 6 + 2 borrowing), above the namespace quota of 6",
     ),
     (
         "namespace CPU quota below nominal plus borrowing",
         "dev",
         _set("teams.0.queue.pools.0.borrowingLimit.cpu", "32"),
-        "ai-platform:teams[0].quota.cpu: the team's queue may admit 80 cpu (nominal 48 + "
-        "borrowing 32), above the namespace quota of 64",
+        "ai-platform:teams[research].quota.cpu: the team's queue may admit 80 cpu (lab-a100 48 + "
+        "32 borrowing), above the namespace quota of 64",
     ),
     (
         "namespace memory quota below nominal plus borrowing",
         "dev",
         _set("teams.0.queue.pools.0.memory", "448Gi"),
-        "ai-platform:teams[0].quota.memory: the team's queue may admit 576Gi memory (nominal "
-        "448Gi + borrowing 128Gi), above the namespace quota of 512Gi",
+        "ai-platform:teams[research].quota.memory: the team's queue may admit 576Gi memory "
+        "(lab-a100 448Gi + 128Gi borrowing), above the namespace quota of 512Gi",
     ),
     (
         "namespace quota lacks the MIG resource",
         "dev",
         _delete("teams.2.quota.migSlices"),
-        "ai-platform:teams[2].quota.migSlices: the team's queue may admit 7 nvidia.com/mig-1g.10gb "
-        "(nominal 7 + borrowing 0), above the namespace quota of 0 1g.10gb slices",
+        "ai-platform:teams[platform].quota.migSlices: the team's queue may admit 7 "
+        "nvidia.com/mig-1g.10gb (lab-a100-mig 7), above the namespace quota of 0 1g.10gb slices",
     ),
 ]
 

@@ -35,153 +35,157 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
         "name not a DNS-1035 label",
         "dev",
         _set("workloads.0.name", "9lives"),
-        f"ai-platform:workloads[0].name: {DNS1035}'9lives'",
+        f"ai-platform:workloads[9lives].name: {DNS1035}'9lives'",
     ),
     (
         "name too long",
         "dev",
         _set("workloads.0.name", "a" * 41),
-        f"ai-platform:workloads[0].name: {DNS1035}'{'a' * 41}'",
+        f"ai-platform:workloads[{'a' * 41}].name: {DNS1035}'{'a' * 41}'",
     ),
     (
         "unknown kind",
         "dev",
         _set("workloads.0.kind", "batch"),
-        "ai-platform:workloads[0].kind: must be one of 'training' or 'inference', got 'batch'",
+        "ai-platform:workloads[llama-finetune].kind: must be one of 'training' or 'inference', "
+        "got 'batch'",
     ),
     (
         "typo in a training key",
         "dev",
         _set("workloads.0.training.node", 2),
-        "ai-platform:workloads[0].training.node: unknown key; did you mean 'nodes'?",
+        "ai-platform:workloads[llama-finetune].training.node: unknown key; did you mean 'nodes'?",
     ),
     (
         "resources missing",
         "dev",
         _delete("workloads.0.resources"),
-        "ai-platform:workloads[0].resources: required key is missing",
+        "ai-platform:workloads[llama-finetune].resources: required key is missing",
     ),
     (
         "image with whitespace",
         "dev",
         _set("workloads.0.image", "nvcr.io/x y:1"),
-        "ai-platform:workloads[0].image: must be an image reference such as "
+        "ai-platform:workloads[llama-finetune].image: must be an image reference such as "
         "'nvcr.io/x/y:1.2', got 'nvcr.io/x y:1'",
     ),
     (
         "unknown log level",
         "dev",
         _set("workloads.0.logLevel", "trace"),
-        "ai-platform:workloads[0].logLevel: must be one of 'debug', 'info', 'warning' or "
-        "'error', got 'trace'",
+        "ai-platform:workloads[llama-finetune].logLevel: must be one of 'debug', 'info', "
+        "'warning' or 'error', got 'trace'",
     ),
     (
         "zero GPUs",
         "dev",
         _set("workloads.0.gpus.count", 0),
-        "ai-platform:workloads[0].gpus.count: must be >= 1, got 0",
+        "ai-platform:workloads[llama-finetune].gpus.count: must be >= 1, got 0",
     ),
     (
         "backoff limit above the policy maximum",
         "dev",
         _set("workloads.0.training.backoffLimit", 11),
-        "ai-platform:workloads[0].training.backoffLimit: must be <= 10, got 11",
+        "ai-platform:workloads[llama-finetune].training.backoffLimit: must be <= 10, got 11",
     ),
     (
         "exit code 0 cannot be non-retryable",
         "dev",
         _set("workloads.0.training.nonRetryableExitCodes", [0]),
-        "ai-platform:workloads[0].training.nonRetryableExitCodes[0]: must be >= 1, got 0",
+        "ai-platform:workloads[llama-finetune].training.nonRetryableExitCodes[0]: must be >= 1, "
+        "got 0",
     ),
     (
         "malformed CIDR",
         "dev",
         _set("workloads.0.egress", {"cidrs": ["10.0.0.1/8"]}),
-        "ai-platform:workloads[0].egress.cidrs[0]: must be a CIDR such as '52.216.0.0/15', got "
-        "'10.0.0.1/8'",
+        "ai-platform:workloads[llama-finetune].egress.cidrs[0]: must be a CIDR such as "
+        "'52.216.0.0/15', got '10.0.0.1/8'",
     ),
     (
         "egress port out of range",
         "dev",
         _set("workloads.0.egress", {"cidrs": ["52.216.0.0/15"], "ports": [70000]}),
-        "ai-platform:workloads[0].egress.ports[0]: must be <= 65535, got 70000",
+        "ai-platform:workloads[llama-finetune].egress.ports[0]: must be <= 65535, got 70000",
     ),
     (
         "dependency name too long",
         "dev",
         _set("workloads.2.inference.statefulDependencies.0.name", "model-cache-2"),
-        "ai-platform:workloads[2].inference.statefulDependencies[0].name: must be a DNS-1035 "
-        "label of at most 11 characters (lower-case letters, digits and '-', starting with a "
-        "letter): '<workload>-<dependency>' names a StatefulSet, got 'model-cache-2'",
+        "ai-platform:workloads[llm-chat].inference.statefulDependencies[model-cache-2].name: "
+        "must be a DNS-1035 label of at most 11 characters (lower-case letters, digits and '-', "
+        "starting with a letter): '<workload>-<dependency>' names a StatefulSet, got "
+        "'model-cache-2'",
     ),
     # --- references -------------------------------------------------------------------------------
     (
         "unknown team",
         "dev",
         _set("workloads.0.team", "reserch"),
-        "ai-platform:workloads[0].team: unknown team 'reserch'; defined: platform, research, "
-        "search-serving",
+        "ai-platform:workloads[llama-finetune].team: unknown team 'reserch'; defined: platform, "
+        "research, search-serving",
     ),
     (
         "duplicate name within a team",
         "dev",
         _set("workloads.1.name", "llama-finetune"),
-        "ai-platform:workloads[1].name: duplicate workload name 'llama-finetune' in team "
-        "'research' (first used by workloads[0])",
+        "ai-platform:workloads[llama-finetune].name: duplicate workload name 'llama-finetune' in "
+        "team 'research' (first used by workloads[0]); it is workloads[1], one of 2 entries "
+        "named 'llama-finetune'",
     ),
     (
         "inference settings on a training job",
         "dev",
         _set("workloads.0.inference", {}),
-        "ai-platform:workloads[0].inference: only for kind 'inference'",
+        "ai-platform:workloads[llama-finetune].inference: only for kind 'inference'",
     ),
     (
         "training settings on an inference service",
         "dev",
         _set("workloads.3.training", {}),
-        "ai-platform:workloads[3].training: only for kind 'training'",
+        "ai-platform:workloads[embeddings].training: only for kind 'training'",
     ),
     (
         "unknown pool",
         "dev",
         _set("workloads.0.gpus.pool", "lab-h100"),
-        "ai-platform:workloads[0].gpus.pool: unknown node pool 'lab-h100'; defined: lab-a100, "
-        "lab-a100-mig",
+        "ai-platform:workloads[llama-finetune].gpus.pool: unknown node pool 'lab-h100'; defined: "
+        "lab-a100, lab-a100-mig",
     ),
     (
         "unknown storage class for created checkpoints",
         "dev",
         _set("workloads.0.training.checkpoints.storageClass", "fast-nvme"),
-        "ai-platform:workloads[0].training.checkpoints.storageClass: unknown storage class "
-        "'fast-nvme'; defined: checkpoints-local, datasets-nfs",
+        "ai-platform:workloads[llama-finetune].training.checkpoints.storageClass: unknown "
+        "storage class 'fast-nvme'; defined: checkpoints-local, datasets-nfs",
     ),
     (
         "unknown storage class for a dependency",
         "dev",
         _set("workloads.2.inference.statefulDependencies.0.storageClass", "fast-nvme"),
-        "ai-platform:workloads[2].inference.statefulDependencies[0].storageClass: unknown "
-        "storage class 'fast-nvme'; defined: checkpoints-local, datasets-nfs",
+        "ai-platform:workloads[llm-chat].inference.statefulDependencies[redis].storageClass: "
+        "unknown storage class 'fast-nvme'; defined: checkpoints-local, datasets-nfs",
     ),
     (
         "dataset claim that is not a team volume",
         "dev",
         _set("workloads.0.training.dataset", "imagenet"),
-        "ai-platform:workloads[0].training.dataset: team 'research' has no volume 'imagenet'; "
-        "its volumes: checkpoints, datasets",
+        "ai-platform:workloads[llama-finetune].training.dataset: team 'research' has no volume "
+        "'imagenet'; its volumes: checkpoints, datasets",
     ),
     (
         "model claim that is not a team volume",
         "dev",
         _set("workloads.3.inference.model", "bge"),
-        "ai-platform:workloads[3].inference.model: team 'search-serving' has no volume 'bge'; "
-        "its volumes: models",
+        "ai-platform:workloads[embeddings].inference.model: team 'search-serving' has no volume "
+        "'bge'; its volumes: models",
     ),
     (
         "checkpoint claim that is not a team volume",
         "dev",
         _set("workloads.1.training.checkpoints", {"claim": "ckpt"}),
-        "ai-platform:workloads[1].training.checkpoints.claim: team 'research' has no volume "
-        "'ckpt'; its volumes: checkpoints, datasets",
+        "ai-platform:workloads[llama-eval].training.checkpoints.claim: team 'research' has no "
+        "volume 'ckpt'; its volumes: checkpoints, datasets",
     ),
     (
         "checkpoints both existing and created",
@@ -190,64 +194,65 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             "workloads.1.training.checkpoints",
             {"claim": "checkpoints", "storageClass": "datasets-nfs", "size": "1Ti"},
         ),
-        "ai-platform:workloads[1].training.checkpoints: set claim (an existing team volume) or "
-        "storageClass and size (a new claim), exactly one of the two",
+        "ai-platform:workloads[llama-eval].training.checkpoints: set claim (an existing team "
+        "volume) or storageClass and size (a new claim), exactly one of the two",
     ),
     (
         "checkpoints neither existing nor created",
         "dev",
         _set("workloads.1.training.checkpoints", {}),
-        "ai-platform:workloads[1].training.checkpoints: set claim (an existing team volume) or "
-        "storageClass and size (a new claim), exactly one of the two",
+        "ai-platform:workloads[llama-eval].training.checkpoints: set claim (an existing team "
+        "volume) or storageClass and size (a new claim), exactly one of the two",
     ),
     (
         "created checkpoints without a size",
         "dev",
         _set("workloads.1.training.checkpoints", {"storageClass": "datasets-nfs"}),
-        "ai-platform:workloads[1].training.checkpoints.size: required with storageClass or size",
+        "ai-platform:workloads[llama-eval].training.checkpoints.size: required with storageClass "
+        "or size",
     ),
     (
         "unknown priority class",
         "dev",
         _set("workloads.0.priorityClass", "urgent"),
-        "ai-platform:workloads[0].priorityClass: unknown priority class 'urgent'; defined: "
-        "batch-low, critical, high, normal",
+        "ai-platform:workloads[llama-finetune].priorityClass: unknown priority class 'urgent'; "
+        "defined: batch-low, critical, high, normal",
     ),
     (
         "priority class the team may not use",
         "dev",
         _set("workloads.0.priorityClass", "critical"),
-        "ai-platform:workloads[0].priorityClass: team 'research' may use priority classes high, "
-        "normal, batch-low; got 'critical'",
+        "ai-platform:workloads[llama-finetune].priorityClass: team 'research' may use priority "
+        "classes high, normal, batch-low; got 'critical'",
     ),
     (
         "default priority class the team may not use",
         "dev",
         _set("teams.0.priorityClasses", ["high", "batch-low"]),
-        "ai-platform:workloads[0].priorityClass: the default priority class 'normal' is not "
-        "allowed for team 'research'; set one of: high, batch-low",
+        "ai-platform:workloads[llama-finetune].priorityClass: the default priority class "
+        "'normal' is not allowed for team 'research'; set one of: high, batch-low",
     ),
     # --- GPUs and sharing -------------------------------------------------------------------------
     (
         "GPUs per worker above the pool's GPUs per node",
         "dev",
         _set("workloads.0.gpus.count", 8),
-        "ai-platform:workloads[0].gpus.count: 8 nvidia.com/gpu per pod, but a node of pool "
-        "'lab-a100' offers 4 (4 GPUs)",
+        "ai-platform:workloads[llama-finetune].gpus.count: 8 nvidia.com/gpu per pod, but a node "
+        "of pool 'lab-a100' offers 4 (4 GPUs)",
     ),
     (
         "MIG slices above what a node offers",
         "dev",
         _set("workloads.2.gpus.count", 29),
-        "ai-platform:workloads[2].gpus.count: 29 nvidia.com/mig-1g.10gb per pod, but a node of "
-        "pool 'lab-a100-mig' offers 28 (4 GPUs x 7 1g.10gb slices)",
+        "ai-platform:workloads[llm-chat].gpus.count: 29 nvidia.com/mig-1g.10gb per pod, but a "
+        "node of pool 'lab-a100-mig' offers 28 (4 GPUs x 7 1g.10gb slices)",
     ),
     (
         "several time-sliced GPUs per pod",
         "prod",
         _set("workloads.2.gpus.count", 2),
-        "ai-platform:workloads[2].gpus.count: pool 'l4-inference' time-slices its GPUs: a pod "
-        "asking for 2 nvidia.com/gpu may get slices of one GPU; request 1",
+        "ai-platform:workloads[llm-chat].gpus.count: pool 'l4-inference' time-slices its GPUs: a "
+        "pod asking for 2 nvidia.com/gpu may get slices of one GPU; request 1",
     ),
     (
         "distributed training on MIG slices",
@@ -259,9 +264,9 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _delete("workloads.1.training.dataset"),
             _delete("workloads.1.training.checkpoints"),
         ),
-        "ai-platform:workloads[1].gpus.pool: distributed training needs whole GPUs, but pool "
-        "'lab-a100-mig' shares them (mig); use an exclusive pool or one nvidia.com/mig-1g.10gb "
-        "on one node",
+        "ai-platform:workloads[llama-eval].gpus.pool: distributed training needs whole GPUs, but "
+        "pool 'lab-a100-mig' shares them (mig); use an exclusive pool or one "
+        "nvidia.com/mig-1g.10gb on one node",
     ),
     (
         "team without GPU quota",
@@ -271,8 +276,8 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _delete("teams.1.queue.pools.1"),
             _set("workloads.3.gpus", {"pool": "lab-a100", "count": 1}),
         ),
-        "ai-platform:workloads[3].gpus: team 'search-serving' has no quota for nvidia.com/gpu "
-        "(teams[1].quota.gpus is 0)",
+        "ai-platform:workloads[embeddings].gpus: team 'search-serving' has no quota for "
+        "nvidia.com/gpu (teams[search-serving].quota.gpus is 0)",
     ),
     (
         "team without quota for the pool's MIG slices",
@@ -283,37 +288,37 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("teams.1.queue.pools.0.borrowingLimit", {}),
             _set("workloads.2.inference.queued", False),
         ),
-        "ai-platform:workloads[2].gpus: team 'search-serving' has no quota for "
-        "nvidia.com/mig-1g.10gb (teams[1].quota.migSlices.1g.10gb is 0)",
+        "ai-platform:workloads[llm-chat].gpus: team 'search-serving' has no quota for "
+        "nvidia.com/mig-1g.10gb (teams[search-serving].quota.migSlices.1g.10gb is 0)",
     ),
     # --- volumes across nodes ---------------------------------------------------------------------
     (
         "multi-node job on a single-node dataset volume",
         "dev",
         _set("teams.0.volumes.0.accessModes", ["ReadWriteOnce"]),
-        "ai-platform:workloads[0].training.dataset: volume 'datasets' is not shared across nodes "
-        "(ReadWriteOnce); the 2 workers run on different nodes and need ReadOnlyMany or "
-        "ReadWriteMany",
+        "ai-platform:workloads[llama-finetune].training.dataset: volume 'datasets' is not shared "
+        "across nodes (ReadWriteOnce); the 2 workers run on different nodes and need "
+        "ReadOnlyMany or ReadWriteMany",
     ),
     (
         "multi-node job creating single-node checkpoints",
         "dev",
         _set("workloads.0.training.checkpoints.accessModes", ["ReadWriteOnce"]),
-        "ai-platform:workloads[0].training.checkpoints.accessModes: must include ReadWriteMany: "
-        "the 2 workers write checkpoints from different nodes",
+        "ai-platform:workloads[llama-finetune].training.checkpoints.accessModes: must include "
+        "ReadWriteMany: the 2 workers write checkpoints from different nodes",
     ),
     (
         "multi-node job on an existing single-node checkpoint volume",
         "dev",
         _set("workloads.0.training.checkpoints", {"claim": "checkpoints"}),
-        "ai-platform:workloads[0].training.checkpoints.claim: volume 'checkpoints' is not "
-        "ReadWriteMany; the 2 workers write checkpoints from different nodes",
+        "ai-platform:workloads[llama-finetune].training.checkpoints.claim: volume 'checkpoints' "
+        "is not ReadWriteMany; the 2 workers write checkpoints from different nodes",
     ),
     (
         "ReadWriteMany checkpoints on a block storage class",
         "prod",
         _set("workloads.0.training.checkpoints.storageClass", "checkpoints-gp3"),
-        "ai-platform:workloads[0].training.checkpoints.accessModes: storage class "
+        "ai-platform:workloads[llama-finetune].training.checkpoints.accessModes: storage class "
         "'checkpoints-gp3' (ebs.csi.aws.com) provides volumes one node mounts at a time; "
         "ReadWriteMany needs a shared filesystem class",
     ),
@@ -324,22 +329,23 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("teams.1.volumes.0.accessModes", ["ReadWriteOnce"]),
             _delete("workloads.3.inference.model"),
         ),
-        "ai-platform:workloads[2].inference.model: volume 'models' is not shared across nodes "
-        "(ReadWriteOnce); replicas on different nodes need ReadOnlyMany or ReadWriteMany",
+        "ai-platform:workloads[llm-chat].inference.model: volume 'models' is not shared across "
+        "nodes (ReadWriteOnce); replicas on different nodes need ReadOnlyMany or ReadWriteMany",
     ),
     # --- settings ---------------------------------------------------------------------------------
     (
         "min replicas above max replicas",
         "dev",
         _set("workloads.3.inference.minReplicas", 4),
-        "ai-platform:workloads[3].inference.minReplicas: minReplicas 4 exceeds maxReplicas 3",
+        "ai-platform:workloads[embeddings].inference.minReplicas: minReplicas 4 exceeds "
+        "maxReplicas 3",
     ),
     (
         "disruption budget that keeps every replica",
         "dev",
         _set("workloads.3.inference.minAvailable", 2),
-        "ai-platform:workloads[3].inference.minAvailable: must be below minReplicas (2): a "
-        "budget that keeps every replica blocks node drains",
+        "ai-platform:workloads[embeddings].inference.minAvailable: must be below minReplicas "
+        "(2): a budget that keeps every replica blocks node drains",
     ),
     (
         "both disruption budget settings",
@@ -348,117 +354,121 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("workloads.3.inference.minAvailable", 1),
             _set("workloads.3.inference.maxUnavailable", 1),
         ),
-        "ai-platform:workloads[3].inference.minAvailable: set maxUnavailable or minAvailable, "
-        "not both",
+        "ai-platform:workloads[embeddings].inference.minAvailable: set maxUnavailable or "
+        "minAvailable, not both",
     ),
     (
         "metrics on the serving port",
         "dev",
         _set("workloads.3.inference.metricsPort", 8080),
-        "ai-platform:workloads[3].inference.metricsPort: must differ from port 8080: the "
+        "ai-platform:workloads[embeddings].inference.metricsPort: must differ from port 8080: the "
         "monitoring namespace may reach the metrics port only",
     ),
     (
         "autoscaler without a metric",
         "dev",
         _set("workloads.3.inference.targetCpuUtilization", None),
-        "ai-platform:workloads[3].inference.targetCpuUtilization: set targetCpuUtilization or "
-        "customMetric: the autoscaler needs a metric",
+        "ai-platform:workloads[embeddings].inference.targetCpuUtilization: set "
+        "targetCpuUtilization or customMetric: the autoscaler needs a metric",
     ),
     (
         "queued CPU-only service",
         "dev",
         _set("workloads.3.inference.queued", True),
-        "ai-platform:workloads[3].inference.queued: only GPU workloads are queued: the team's "
-        "LocalQueue admits onto GPU pools",
+        "ai-platform:workloads[embeddings].inference.queued: only GPU workloads are queued: the "
+        "team's LocalQueue admits onto GPU pools",
     ),
     (
         "duplicate dependency",
         "dev",
         _append("workloads.2.inference.statefulDependencies", REDIS_TWIN),
-        "ai-platform:workloads[2].inference.statefulDependencies[1].name: duplicate dependency "
-        "name 'redis' (first used by statefulDependencies[0])",
+        "ai-platform:workloads[llm-chat].inference.statefulDependencies[redis].name: duplicate "
+        "dependency name 'redis' (first used by statefulDependencies[0]); it is "
+        "workloads[llm-chat].inference.statefulDependencies[1], one of 2 entries named 'redis'",
     ),
     (
         "CPU limit below the request",
         "dev",
         _set("workloads.3.resources.cpuLimit", "1"),
-        "ai-platform:workloads[3].resources.cpuLimit: limit 1 is below the request 2",
+        "ai-platform:workloads[embeddings].resources.cpuLimit: limit 1 is below the request 2",
     ),
     (
         "memory limit below the request",
         "dev",
         _set("workloads.3.resources.memoryLimit", "2Gi"),
-        "ai-platform:workloads[3].resources.memoryLimit: limit 2Gi is below the request 4Gi",
+        "ai-platform:workloads[embeddings].resources.memoryLimit: limit 2Gi is below the request "
+        "4Gi",
     ),
     (
         "shared memory as large as the memory limit",
         "dev",
         _set("workloads.0.training.shmSize", "192Gi"),
-        "ai-platform:workloads[0].training.shmSize: shared memory 192Gi would take all of the "
-        "192Gi memory limit (a memory-backed /dev/shm counts against it)",
+        "ai-platform:workloads[llama-finetune].training.shmSize: shared memory 192Gi would take "
+        "all of the 192Gi memory limit (a memory-backed /dev/shm counts against it)",
     ),
     (
         "environment the platform sets",
         "dev",
         _set("workloads.0.env", {"MASTER_ADDR": "x"}),
-        "ai-platform:workloads[0].env.MASTER_ADDR: is set by the platform; remove it",
+        "ai-platform:workloads[llama-finetune].env.MASTER_ADDR: is set by the platform; remove it",
     ),
     (
         "environment a dependency sets",
         "dev",
         _set("workloads.2.env", {"REDIS_HOST": "x"}),
-        "ai-platform:workloads[2].env.REDIS_HOST: is set by the platform; remove it",
+        "ai-platform:workloads[llm-chat].env.REDIS_HOST: is set by the platform; remove it",
     ),
     (
         "egress to the whole internet",
         "dev",
         _set("workloads.0.egress", {"cidrs": ["0.0.0.0/0"]}),
-        "ai-platform:workloads[0].egress.cidrs[0]: 0.0.0.0/0 opens egress to the whole internet; "
-        "name the ranges the workload needs (object storage)",
+        "ai-platform:workloads[llama-finetune].egress.cidrs[0]: 0.0.0.0/0 opens egress to the "
+        "whole internet; name the ranges the workload needs (object storage)",
     ),
     # --- quota ------------------------------------------------------------------------------------
     (
         "service CPU above the team quota",
         "dev",
         _set("workloads.3.resources.cpu", "9"),
-        "ai-platform:workloads[3].resources.cpu: needs 36 CPU at its peak (4 pods x 9), above "
-        "the quota of team 'search-serving' (32)",
+        "ai-platform:workloads[embeddings].resources.cpu: needs 36 CPU at its peak (4 pods x 9), "
+        "above the quota of team 'search-serving' (32)",
     ),
     (
         "service memory limits above the team quota",
         "dev",
         _set("workloads.3.resources.memoryLimit", "40Gi"),
-        "ai-platform:workloads[3].resources.memoryLimit: needs 160Gi memory (limits) at its "
-        "peak (4 pods x 40Gi), above the quota of team 'search-serving' (128Gi)",
+        "ai-platform:workloads[embeddings].resources.memoryLimit: needs 160Gi memory (limits) at "
+        "its peak (4 pods x 40Gi), above the quota of team 'search-serving' (128Gi)",
     ),
     (
         "service GPUs above the team quota",
         "dev",
         _set("workloads.3.gpus", {"pool": "lab-a100", "count": 1}),
-        "ai-platform:workloads[3].gpus.count: needs 4 nvidia.com/gpu at its peak (4 pods x 1), "
-        "above the quota of team 'search-serving' (2)",
+        "ai-platform:workloads[embeddings].gpus.count: needs 4 nvidia.com/gpu at its peak (4 "
+        "pods x 1), above the quota of team 'search-serving' (2)",
     ),
     (
         "pods above the team quota",
         "dev",
         _set("teams.1.quota.pods", 4),
-        "ai-platform:workloads[2]: runs up to 6 pods at its peak, above the pod quota of team "
-        "'search-serving' (4)",
+        "ai-platform:workloads[llm-chat]: runs up to 6 pods at its peak, above the pod quota of "
+        "team 'search-serving' (4)",
     ),
     (
         "created claims above the storage quota",
         "dev",
         _set("workloads.0.training.checkpoints.size", "2Ti"),
-        "ai-platform:workloads[0].training.checkpoints.size: the volumes and workload claims of "
-        "team 'research' add up to 5Ti, above its storage quota of 4Ti",
+        "ai-platform:workloads[llama-finetune].training.checkpoints.size: the volumes and "
+        "workload claims of team 'research' add up to 5Ti (datasets 2Ti + checkpoints 1Ti + "
+        "llama-finetune-checkpoints 2Ti), above its storage quota of 4Ti",
     ),
     (
         "created claims above the PVC quota",
         "dev",
         _set("teams.1.quota.persistentVolumeClaims", 1),
-        "ai-platform:workloads[2].inference.statefulDependencies[0].size: the volumes and "
-        "workload claims of team 'search-serving' add up to 2 PVCs, above its quota of 1",
+        "ai-platform:workloads[llm-chat].inference.statefulDependencies[redis].size: the volumes "
+        "and workload claims of team 'search-serving' add up to 2 PVCs (models + "
+        "llm-chat-redis), above its quota of 1",
     ),
     (
         "services at their minimum replicas above the quota together",
@@ -469,38 +479,41 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("workloads.3.inference.minReplicas", 4),
             _set("workloads.3.inference.maxReplicas", 5),
         ),
-        "ai-platform:workloads[3]: the inference services of team 'search-serving' need 32.25 "
-        "CPU at their minimum replicas, above the team's quota of 32",
+        "ai-platform:workloads[embeddings]: the inference services of team 'search-serving' need "
+        "32.25 CPU at their minimum replicas (llm-chat 12.25 + embeddings 20), above the team's "
+        "quota of 32",
     ),
     # --- queues -----------------------------------------------------------------------------------
     (
         "GPU job on a pool outside the team's queue",
         "prod",
         _set("workloads.1.gpus.pool", "l4-inference"),
-        "ai-platform:workloads[1].gpus.pool: team 'research' queues GPU work on h100-training, "
-        "spot-batch only; add 'l4-inference' to teams[0].queue.pools or Kueue never admits this "
-        "workload",
+        "ai-platform:workloads[llama-eval].gpus.pool: team 'research' queues GPU work on "
+        "h100-training, spot-batch only; add 'l4-inference' to teams[research].queue.pools or "
+        "Kueue never admits this workload",
     ),
     (
         "job larger than the queue can ever admit",
         "dev",
         _set("teams.0.queue.pools.0.borrowingLimit.gpus", 1),
-        "ai-platform:workloads[0].gpus.count: the job needs 8 nvidia.com/gpu at once, more than "
-        "the queue of team 'research' can ever admit on pool 'lab-a100' (nominal 6 + borrowing 1)",
+        "ai-platform:workloads[llama-finetune].gpus.count: the job needs 8 nvidia.com/gpu at "
+        "once, more than the queue of team 'research' can ever admit on pool 'lab-a100' (nominal "
+        "6 + borrowing 1)",
     ),
     (
         "queue without CPU for the job",
         "dev",
         _set("teams.0.queue.pools.0.cpu", "0"),
-        "ai-platform:workloads[0].resources.cpu: the job needs 48 cpu at once, more than the "
-        "queue of team 'research' can ever admit on pool 'lab-a100' (nominal 0 + borrowing 16)",
+        "ai-platform:workloads[llama-finetune].resources.cpu: the job needs 48 cpu at once, more "
+        "than the queue of team 'research' can ever admit on pool 'lab-a100' (nominal 0 + "
+        "borrowing 16)",
     ),
     (
         "queued service of a team without a queue",
         "dev",
         _delete("teams.1.queue"),
-        "ai-platform:workloads[2].inference.queued: team 'search-serving' has no Kueue queue "
-        "(teams[1].queue)",
+        "ai-platform:workloads[llm-chat].inference.queued: team 'search-serving' has no Kueue "
+        "queue (teams[search-serving].queue)",
     ),
 ]
 

@@ -46,8 +46,8 @@ def check_stack_file(folder: Path, content: str | bytes) -> str:
         stack_file.engine_config()  # what the program run gets: must serialise
         stack_file.platform_config()
     except ConfigError as error:
-        lines = error.render().splitlines()
-        assert len(lines) == len(error.issues) + 1, error.render()
+        lines = error.render().splitlines()[: len(error.issues) + 1]
+        assert lines[1:] == [f"  {line}" for line in error.issue_lines()], error.render()
         for line in lines[1:]:
             assert line.startswith(f"  {FILE_NAME}: ai-platform:"), line
         return "error"
