@@ -298,18 +298,29 @@ def pool_units_per_gpu(pool: GpuNodePoolConfig) -> int:
     return 1
 
 
+def pool_units_per_node(pool: GpuNodePoolConfig) -> int:
+    """Units of the pool's GPU resource one node offers: GPUs per node x units per GPU."""
+    return pool.gpus_per_node * pool_units_per_gpu(pool)
+
+
 def pool_capacity(pool: GpuNodePoolConfig) -> int:
     """Most units of the pool's GPU resource: nodes x GPUs per node x units per GPU."""
-    return pool.node_count * pool.gpus_per_node * pool_units_per_gpu(pool)
+    return pool.node_count * pool_units_per_node(pool)
+
+
+def gang_capacity(pool: GpuNodePoolConfig, units_per_pod: int) -> int:
+    """Most pods asking for ``units_per_pod`` each that the pool can run at once: a pod's GPUs
+    come from one node, so each node holds ``units per node // units_per_pod`` of them."""
+    return pool.node_count * (pool_units_per_node(pool) // units_per_pod)
+
+
+def _node_bound(pool: GpuNodePoolConfig) -> str:
+    """What sets the pool's node count, for messages."""
+    return "maxNodes" if pool.backend == "karpenter" else "its node list"
 
 
 def _capacity_text(pool: GpuNodePoolConfig) -> str:
-    text = f"{_one_or_many(pool.node_count, 'node')} x {_one_or_many(pool.gpus_per_node, 'GPU')}"
-    if pool.sharing.mode == "time-slicing":
-        text += f" x {pool_units_per_gpu(pool)} replicas"
-    elif pool.sharing.mode == "mig":
-        text += f" x {pool_units_per_gpu(pool)} {pool.sharing.mig_profile} slices"
-    return text
+    return f"{_one_or_many(pool.node_count, 'node')} x {_node_offer(pool)}"
 
 
 def pool_is_sound(pool: GpuNodePoolConfig) -> bool:
@@ -766,7 +777,7 @@ def workload_demand(workload: WorkloadConfig, floor: bool = False) -> WorkloadDe
 def _fits_a_node(workload: WorkloadConfig, pool: GpuNodePoolConfig) -> bool:
     """Whether one pod's GPUs fit one node; quota arithmetic skips pods that never schedule."""
     count = workload.gpus.count if workload.gpus else 0
-    return count <= pool.gpus_per_node * pool_units_per_gpu(pool)
+    return count <= pool_units_per_node(pool)
 
 
 def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
@@ -908,7 +919,7 @@ def workload_gpus_fit_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
             continue  # the pool's own rules say why; its capacity is unknown
         count = workload.gpus.count
         resource = pool_gpu_resource(pool)
-        per_node = pool.gpus_per_node * pool_units_per_gpu(pool)
+        per_node = pool_units_per_node(pool)
         if count > per_node:
             yield ConfigIssue(
                 (*path, "count"),
@@ -921,16 +932,52 @@ def workload_gpus_fit_pools(config: PlatformConfig) -> Iterator[ConfigIssue]:
                 f"pool {pool.name!r} time-slices its GPUs: a pod asking for {count} {resource} "
                 "may get slices of one GPU; request 1",
             )
-        elif (
-            workload.kind == "training"
-            and pool.sharing.mode != "exclusive"
-            and (count > 1 or workload.training_settings.nodes > 1)
-        ):
+        elif _distributed_on_shared_gpus(workload, pool):
             yield ConfigIssue(
                 (*path, "pool"),
                 f"distributed training needs whole GPUs, but pool {pool.name!r} shares them "
                 f"({pool.sharing.mode}); use an exclusive pool or one {resource} on one node",
             )
+
+
+def _distributed_on_shared_gpus(workload: WorkloadConfig, pool: GpuNodePoolConfig) -> bool:
+    count = workload.gpus.count if workload.gpus else 0
+    return (
+        workload.kind == "training"
+        and pool.sharing.mode != "exclusive"
+        and (count > 1 or workload.training_settings.nodes > 1)
+    )
+
+
+def gangs_fit_their_pool(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """A multi-node job runs all its workers at once or not at all (torchrun waits for every
+    rank): the pool must hold all of them together, whether Kueue admits the job or not."""
+    pools = _first_pools(config)
+    for index, workload in parsed(config.workloads):
+        found = pools.get(workload.gpus.pool) if workload.gpus else None
+        if workload.kind != "training" or workload.gpus is None or found is None:
+            continue
+        pool, count = found[1], workload.gpus.count
+        if (
+            not pool_is_sound(pool)
+            or not _fits_a_node(workload, pool)
+            or _distributed_on_shared_gpus(workload, pool)
+        ):
+            continue  # reported by workload_gpus_fit_pools or the pool's own rules
+        workers = workload.training_settings.nodes
+        fits = gang_capacity(pool, count)
+        if workers <= fits:
+            continue
+        resource = pool_gpu_resource(pool)
+        per_node = pool_units_per_node(pool) // count
+        yield ConfigIssue(
+            ("workloads", index, "training", "nodes"),
+            f"the job's {workers} workers x {count} {resource} must run at once, but pool "
+            f"{pool.name!r} holds at most {fits}: {_one_or_many(pool.node_count, 'node')} "
+            f"({_node_bound(pool)}) x {_one_or_many(per_node, 'worker')} per node "
+            f"({_node_offer(pool)} / {count} per worker); it has {pool_capacity(pool)} "
+            f"{resource} in all, the job needs {workers * count}",
+        )
 
 
 def workload_priority_classes(config: PlatformConfig) -> Iterator[ConfigIssue]:
@@ -1344,6 +1391,7 @@ WORKLOAD_RULES: tuple[Rule, ...] = (
     unique_workload_names,
     workload_kind_settings,
     workload_gpus_fit_pools,
+    gangs_fit_their_pool,
     workload_priority_classes,
     workload_volumes,
     workloads_fit_team_quota,

@@ -291,6 +291,44 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
         "ai-platform:workloads[llm-chat].gpus: team 'search-serving' has no quota for "
         "nvidia.com/mig-1g.10gb (teams[search-serving].quota.migSlices.1g.10gb is 0)",
     ),
+    # --- gangs: every worker of a multi-node job at once ------------------------------------------
+    (
+        "gang larger than its pool, unqueued",
+        "prod",
+        _all(
+            _set("nodePools.0.maxNodes", 1),
+            _delete("teams.0.queue"),
+            _set("workloads.0.gpus.count", 4),
+            _set("workloads.0.training.nodes", 3),
+        ),
+        "ai-platform:workloads[llama-finetune].training.nodes: the job's 3 workers x 4 "
+        "nvidia.com/gpu must run at once, but pool 'h100-training' holds at most 2: 1 node "
+        "(maxNodes) x 2 workers per node (8 GPUs / 4 per worker); it has 8 nvidia.com/gpu in "
+        "all, the job needs 12",
+    ),
+    (
+        "gang larger than its pool, queued with overcommit",
+        "dev",
+        _all(_set("nodePools.0.nodes", ["gpu-node-01"]), _set("queueing", {"overcommit": 2.0})),
+        "ai-platform:workloads[llama-finetune].training.nodes: the job's 2 workers x 4 "
+        "nvidia.com/gpu must run at once, but pool 'lab-a100' holds at most 1: 1 node (its node "
+        "list) x 1 worker per node (4 GPUs / 4 per worker); it has 4 nvidia.com/gpu in all, the "
+        "job needs 8",
+    ),
+    (
+        "gang whose GPUs add up but do not pack onto the nodes",
+        "prod",
+        _all(
+            _set("nodePools.0.maxNodes", 2),
+            _set("queueing", {"overcommit": 4.0}),
+            _set("workloads.0.gpus.count", 5),
+            _set("workloads.0.training.nodes", 3),
+        ),
+        "ai-platform:workloads[llama-finetune].training.nodes: the job's 3 workers x 5 "
+        "nvidia.com/gpu must run at once, but pool 'h100-training' holds at most 2: 2 nodes "
+        "(maxNodes) x 1 worker per node (8 GPUs / 5 per worker); it has 16 nvidia.com/gpu in "
+        "all, the job needs 15",
+    ),
     # --- volumes across nodes ---------------------------------------------------------------------
     (
         "multi-node job on a single-node dataset volume",
@@ -589,3 +627,31 @@ def test_defaults_of_a_minimal_workload() -> None:
     assert (inference.pdb_max_unavailable, inference.pdb_min_available) == (1, None)
     assert (inference.port, inference.metrics_port) == (8080, 9090)
     assert not inference.service_monitor and not inference.queued
+
+
+@pytest.mark.parametrize(
+    ("sharing", "per_pod", "expected"),
+    [
+        ({"mode": "exclusive"}, 4, 2),  # 2 nodes x (4 GPUs // 4)
+        ({"mode": "exclusive"}, 3, 2),  # 2 nodes x (4 // 3): a pod's GPUs come from one node
+        ({"mode": "time-slicing", "replicas": 4}, 1, 32),  # 2 x (4 GPUs x 4 replicas)
+        ({"mode": "mig", "migProfile": "1g.10gb"}, 3, 18),  # 2 x (4 GPUs x 7 slices // 3)
+    ],
+)
+def test_gang_capacity_is_per_node_units_times_nodes(
+    sharing: dict[str, Any], per_pod: int, expected: int
+) -> None:
+    from infra.config.gpu import GpuNodePoolConfig
+    from infra.config.rules import gang_capacity
+
+    pool = GpuNodePoolConfig.model_validate(
+        {
+            "name": "lab",
+            "backend": "static",
+            "gpuProduct": "NVIDIA-A100-SXM4-80GB",
+            "gpusPerNode": 4,
+            "nodes": ["a", "b"],
+            "sharing": sharing,
+        }
+    )
+    assert gang_capacity(pool, per_pod) == expected
