@@ -26,6 +26,14 @@ VOLUME_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/volume-purpose"
 SYSTEM_NAMESPACE_LABEL: Final = f"{LABEL_PREFIX}/system"
 """Marks platform namespaces (GPU operator, Kueue, monitoring) that are not team namespaces."""
 
+# --- What a team namespace allows (annotations the in-cluster guardrails read) ------------------
+TENANT_GPU_QUEUE_ANNOTATION: Final = f"{LABEL_PREFIX}/gpu-queue"
+"""On a team Namespace: the LocalQueue its GPU workloads must name; absent: the team has none."""
+TENANT_PRIORITY_CLASSES_ANNOTATION: Final = f"{LABEL_PREFIX}/priority-classes"
+"""On a team Namespace: the PriorityClasses its pods may use, comma-separated."""
+TENANT_NODE_POOLS_ANNOTATION: Final = f"{LABEL_PREFIX}/node-pools"
+"""On a team Namespace: the GPU node pools its pods may select, comma-separated."""
+
 # --- Kubernetes recommended labels ----------------------------------------------------------------
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"
 APP_INSTANCE_LABEL: Final = "app.kubernetes.io/instance"
@@ -64,6 +72,9 @@ CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 # --- Kueue ----------------------------------------------------------------------------------------
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+KUEUE_DEFAULT_LOCAL_QUEUE: Final = "default"
+"""The LocalQueue name Kueue's LocalQueue defaulting (GA, always on) gives every job, pod and
+workload of a namespace that names no queue, when the namespace has a LocalQueue of that name."""
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 
 # --- Pulumi Kubernetes provider annotations -------------------------------------------------------
@@ -143,13 +154,20 @@ MIG_CONFIG_PREFIX: Final = "all-"
 # --- Kueue install, queues and flavours -----------------------------------------------------------
 KUEUE_CHART: Final = "kueue"
 KUEUE_CHART_REPO: Final = "oci://registry.k8s.io/kueue/charts"
-KUEUE_CHART_VERSION: Final = "0.19.2"
-"""Pinned once; the newest release the chart mirror holds (the version the e2e installs).
-Serves kueue v1beta2."""
+KUEUE_CHART_VERSION: Final = "0.17.0"
+"""Pinned once, chart and controller alike: the release whose controller the e2e can build and
+run for real (the only one the Go module proxy serves; tools/e2e/go/kueue). Serves kueue
+v1beta2."""
 KUEUE_RELEASE: Final = "kueue"
 TEAM_LOCAL_QUEUE_NAME: Final = "gpu-queue"
 """The LocalQueue in every queued team namespace. Not ``default``: Kueue's LocalQueue defaulting
 would then also queue CPU-only jobs onto GPU flavours."""
+DEFAULT_QUEUE_FLAVOR: Final = "no-gpu"
+"""The ResourceFlavor of every team's default queue: no node labels, no tolerations, so what it
+admits runs wherever the scheduler puts it (never on GPU nodes: it does not tolerate their
+taint). Reserved: no node pool may take the name."""
+DEFAULT_CLUSTER_QUEUE_PREFIX: Final = "default-"
+"""ClusterQueue behind team T's ``default`` LocalQueue: ``default-T`` (GPU ones are ``team-T``)."""
 CLUSTER_QUEUE_PREFIX: Final = "team-"
 """ClusterQueue of team T is ``team-T``."""
 GPU_CAPACITY_ANNOTATION: Final = f"{LABEL_PREFIX}/gpu-capacity"

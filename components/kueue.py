@@ -31,10 +31,13 @@ from .charts import (
 )
 from .constants import (
     CLUSTER_QUEUE_PREFIX,
+    DEFAULT_CLUSTER_QUEUE_PREFIX,
+    DEFAULT_QUEUE_FLAVOR,
     GPU_CAPACITY_ANNOTATION,
     GPU_RESOURCE_ANNOTATION,
-    KUBE_SYSTEM_NAMESPACE,
     KUEUE_API_VERSION,
+    KUEUE_CHART_VERSION,
+    KUEUE_DEFAULT_LOCAL_QUEUE,
     KUEUE_NAMESPACE,
     KUEUE_RELEASE,
     NAMESPACE_NAME_LABEL,
@@ -45,6 +48,7 @@ from .constants import (
     PSA_WARN_LABEL,
     QUOTA_OVERCOMMIT_ANNOTATION,
     SYSTEM_NAMESPACE_LABEL,
+    TEAM_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
 )
 from .labels import platform_labels, team_labels
@@ -119,20 +123,15 @@ def manager_config(fair_sharing: bool) -> dict[str, Any]:
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "clientConnection": {"qps": 50, "burst": 100},
-        # Only jobs that name a LocalQueue are queued; CPU-only jobs stay outside Kueue.
-        "manageJobsWithoutQueueName": False,
-        # Kueue's webhooks (failurePolicy Fail) see no platform namespace: the charts' own
-        # hook Jobs must not depend on Kueue being up (the chart makes this the webhooks'
-        # namespaceSelector).
+        # Nothing in a team namespace runs past Kueue: what names no queue gets the namespace's
+        # "default" LocalQueue (LocalQueue defaulting; DefaultQueue), and whatever still has
+        # none is held, not run. GPU work must name the GPU queue (the tenant guardrails).
+        "manageJobsWithoutQueueName": True,
+        # Kueue's webhooks (failurePolicy Fail) see team namespaces only: no platform chart's
+        # Deployment or hook Job may depend on Kueue being up (the chart makes this the
+        # webhooks' namespaceSelector).
         "managedJobsNamespaceSelector": {
-            "matchExpressions": [
-                {"key": SYSTEM_NAMESPACE_LABEL, "operator": "DoesNotExist"},
-                {
-                    "key": NAMESPACE_NAME_LABEL,
-                    "operator": "NotIn",
-                    "values": [KUBE_SYSTEM_NAMESPACE, KUEUE_NAMESPACE],
-                },
-            ]
+            "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
         },
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
     }
@@ -183,9 +182,18 @@ class KueueArgs:
     """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
 
 
+KUEUE_IMAGE_TAG = f"v{KUEUE_CHART_VERSION}"
+"""The controller's image tag: chart and controller are one release."""
+
+
 def chart_values(args: KueueArgs) -> dict[str, Any]:
-    """Helm values of the Kueue chart (keys as in its values.yaml)."""
-    values = {
+    """Helm values of the Kueue chart (keys as in its values.yaml).
+
+    The images are named here, not left to the chart: the chart as tagged in Kueue's source
+    (the one a mirror built from it holds) points at a staging registry and a branch tag, which
+    Kueue's release packaging rewrites; naming them makes every source install the same
+    images."""
+    values: dict[str, Any] = {
         "enablePrometheus": args.service_monitor,
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(
@@ -193,6 +201,15 @@ def chart_values(args: KueueArgs) -> dict[str, Any]:
             )
         },
     }
+    for image in CHART_IMAGES:
+        block: dict[str, Any] = {
+            "repository": image.default,
+            "tag": KUEUE_IMAGE_TAG,
+            "pullPolicy": "IfNotPresent",
+        }
+        for key in reversed(image.path):
+            block = {key: block}
+        values = merge_values(values, block)
     return merge_values(values, chart_image_values(CHART_IMAGES, args.registry_mirror))
 
 
@@ -272,6 +289,15 @@ class Kueue(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=after_release,
             )
+        k8s.apiextensions.CustomResource(
+            f"{name}-flavor-{DEFAULT_QUEUE_FLAVOR}",
+            api_version=KUEUE_API_VERSION,
+            kind="ResourceFlavor",
+            metadata={"name": DEFAULT_QUEUE_FLAVOR, "labels": platform_labels()},
+            # No node labels, no tolerations: it admits without steering (default queues).
+            spec={},
+            opts=after_release,
+        )
         for priority in args.priority_classes:
             KubernetesObject(
                 f"{name}-priority-{priority.name}",
@@ -420,3 +446,84 @@ class TeamQueue(pulumi.ComponentResource):
         self.register_outputs(
             {"clusterQueue": self.cluster_queue_name, "localQueue": self.local_queue_name}
         )
+
+
+@dataclass(frozen=True)
+class DefaultQueueArgs:
+    """Inputs of a DefaultQueue: the team's namespace quota for cpu and memory."""
+
+    team: str
+    namespace: str
+    cpu: str
+    memory: str
+
+
+def default_cluster_queue_name(team: str) -> str:
+    """The ClusterQueue behind a team's ``default`` LocalQueue; derived here and nowhere else."""
+    return f"{DEFAULT_CLUSTER_QUEUE_PREFIX}{team}"
+
+
+def default_cluster_queue_spec(args: DefaultQueueArgs) -> dict[str, Any]:
+    """As much cpu and memory as the namespace quota, on the flavour that steers nothing: Kueue
+    admits CPU-only work as the ResourceQuota would, and nothing that requests a GPU (the queue
+    covers none)."""
+    return {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: args.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": list(COMPUTE_RESOURCES),
+                "flavors": [
+                    {
+                        "name": DEFAULT_QUEUE_FLAVOR,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": args.cpu},
+                            {"name": "memory", "nominalQuota": args.memory},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+class DefaultQueue(pulumi.ComponentResource):
+    """A team's ``default`` LocalQueue, which Kueue gives everything that names no queue.
+
+    Why: with ``manageJobsWithoutQueueName`` a Job, pod, Deployment or StatefulSet of a team
+    namespace that names no queue would be held forever; this queue admits it at once within the
+    team's cpu and memory quota (its ClusterQueue joins no cohort and borrows nothing)."""
+
+    if TYPE_CHECKING:  # attribute types, not runtime annotations (components/__init__.py)
+        local_queue: k8s.apiextensions.CustomResource
+
+    def __init__(
+        self, name: str, args: DefaultQueueArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("aiplatform:queueing:DefaultQueue", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = team_labels(args.team)
+        cq_name = default_cluster_queue_name(args.team)
+        cluster_queue = k8s.apiextensions.CustomResource(
+            f"{name}-cluster-queue",
+            api_version=KUEUE_API_VERSION,
+            kind="ClusterQueue",
+            metadata={"name": cq_name, "labels": labels},
+            spec=default_cluster_queue_spec(args),
+            opts=child,
+        )
+        self.local_queue = k8s.apiextensions.CustomResource(
+            f"{name}-local-queue",
+            api_version=KUEUE_API_VERSION,
+            kind="LocalQueue",
+            metadata={
+                "name": KUEUE_DEFAULT_LOCAL_QUEUE,
+                "namespace": args.namespace,
+                "labels": labels,
+            },
+            spec={"clusterQueue": cq_name},
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[cluster_queue])
+            ),
+        )
+        self.register_outputs({"clusterQueue": cq_name, "localQueue": KUEUE_DEFAULT_LOCAL_QUEUE})

@@ -25,6 +25,8 @@ from components.constants import GPU_OPERATOR_RELEASE, KUEUE_RELEASE
 from components.monitoring import values as monitoring_values
 from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
 from tests.harness import ROOT
+from tools.e2e.charts import assemble_mirror
+from tools.e2e.cluster import shared_dir
 
 CHARTS_ENV = "AIPLATFORM_CHARTS"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -57,17 +59,21 @@ def mirror(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_charts() -> Path:
-    """``$AIPLATFORM_CHARTS`` (must exist when set) or ``../shared/charts``; skipped without
-    either: users' pipelines have no chart mirror, ours does."""
+def shared_charts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``$AIPLATFORM_CHARTS`` (must exist when set), else the mirror the e2e installs from (the
+    shared charts and Kueue's from its Go module, tools/e2e/charts.py); skipped without the
+    shared folder: users' pipelines have no chart mirror, ours does."""
     configured = os.environ.get(CHARTS_ENV)
-    folder = Path(configured) if configured else ROOT.parent / "shared" / "charts"
-    folder = folder if folder.is_absolute() else ROOT / folder
-    if not folder.is_dir():
-        if configured:
+    if configured:
+        folder = Path(configured)
+        folder = folder if folder.is_absolute() else ROOT / folder
+        if not folder.is_dir():
             pytest.fail(f"{CHARTS_ENV}={configured}: not a directory")
-        pytest.skip(f"no chart mirror at {folder}; set {CHARTS_ENV} to check against one")
-    return folder
+        return folder
+    shared = shared_dir() / "charts"
+    if not shared.is_dir():
+        pytest.skip(f"no chart mirror at {shared}; set {CHARTS_ENV} to check against one")
+    return assemble_mirror(tmp_path_factory.mktemp("charts"), shared)
 
 
 def effective_values(folder: Path) -> dict[str, Any]:

@@ -77,17 +77,18 @@ def test_every_missing_chart_is_named_with_its_version(tmp_path: Path) -> None:
     assert _errors({"source": "directory", "directory": str(folder)}) == [
         f"Pulumi.dev.yaml: ai-platform:charts.directory: gpu-operator v25.10.1 is missing: no "
         f"{folder}/gpu-operator/v25.10.1/Chart.yaml",
-        f"Pulumi.dev.yaml: ai-platform:charts.directory: kueue 0.19.2 is missing: no "
-        f"{folder}/kueue/0.19.2/Chart.yaml",
+        f"Pulumi.dev.yaml: ai-platform:charts.directory: kueue {KUEUE.version} is missing: no "
+        f"{folder}/kueue/{KUEUE.version}/Chart.yaml",
     ]
 
 
 def test_a_chart_whose_chart_yaml_disagrees_with_its_folder_is_refused(mirror: Path) -> None:
-    manifest = mirror / "kueue" / "0.19.2" / "Chart.yaml"
+    manifest = mirror / "kueue" / KUEUE.version / "Chart.yaml"
     manifest.write_text("apiVersion: v2\nname: kueue\nversion: 0.19.5\n", encoding="utf-8")
     (mirror / "loki" / "6.55.0" / "Chart.yaml").write_text("name: [loki\n", encoding="utf-8")
     assert _errors({"source": "directory", "directory": str(mirror)}) == [
-        f"Pulumi.dev.yaml: ai-platform:charts.directory: kueue 0.19.2: {manifest} is kueue 0.19.5",
+        f"Pulumi.dev.yaml: ai-platform:charts.directory: kueue {KUEUE.version}: {manifest} is "
+        "kueue 0.19.5",
         "Pulumi.dev.yaml: ai-platform:charts.directory: loki 6.55.0: "
         f"{mirror}/loki/6.55.0/Chart.yaml is not a readable YAML file",
     ]

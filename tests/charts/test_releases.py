@@ -73,13 +73,26 @@ def test_releases_read_the_mirror_directory_as_written(mirrored_run: MockRun[Any
         assert "repositoryOpts" not in inputs, name
 
 
+def _block(values: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        values = values.get(key, {}) if isinstance(values, dict) else {}
+    return values
+
+
 def test_without_a_mirror_no_chart_image_is_overridden(dev_run: MockRun[Any]) -> None:
+    """Charts deploy their own images; only Kueue's are named, with the chart's own release (the
+    chart as tagged in Kueue's source names a staging registry)."""
     for name, (_, images) in RELEASES.items():
         values = _releases(dev_run)[name]["values"]
         for image in images:
-            block: Any = values
-            for key in image.path:
-                block = block.get(key, {}) if isinstance(block, dict) else {}
+            block = _block(values, image.path)
+            if name == KUEUE_RELEASE:
+                assert block == {
+                    "repository": image.default,
+                    "tag": f"v{KUEUE.version}",
+                    "pullPolicy": "IfNotPresent",
+                }
+                continue
             assert "registry" not in block and "repository" not in block, (name, image.path)
 
 
@@ -98,7 +111,9 @@ def test_every_chart_image_goes_through_the_mirror(
     }
     assert "global" not in kps  # global.imageRegistry would drop the original registry
     assert mirrored[KUEUE_RELEASE]["values"]["controllerManager"]["manager"]["image"] == {
-        "repository": f"{MIRROR}/registry.k8s.io/kueue/kueue"
+        "repository": f"{MIRROR}/registry.k8s.io/kueue/kueue",
+        "tag": f"v{KUEUE.version}",
+        "pullPolicy": "IfNotPresent",
     }
     assert mirrored[GPU_OPERATOR_RELEASE]["values"]["dcgmExporter"] == {
         "enabled": False,

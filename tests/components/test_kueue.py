@@ -50,6 +50,8 @@ def _selected(selector, labels):
         key, operator, values = expression["key"], expression["operator"], expression.get("values")
         if operator == "DoesNotExist" and key in labels:
             return False
+        if operator == "Exists" and key not in labels:
+            return False
         if operator == "NotIn" and labels.get(key) in values:
             return False
     return True

@@ -219,7 +219,7 @@ def find_binaries(
 
 
 def kwok_stage_documents(module_dir: Path | None = None) -> str:
-    """KWOK's stage YAMLs, from the module the kwok binary was built from."""
+    """KWOK's stage YAMLs, from the module the kwok binary was built from, and Kueue's."""
     if module_dir is None:
         tool = builder.TOOLS["kwok"]
         module_dir = builder.module_dir_of(tool.module_dir, "sigs.k8s.io/kwok")
@@ -229,6 +229,11 @@ def kwok_stage_documents(module_dir: Path | None = None) -> str:
         if not path.is_file():
             raise ClusterError(f"KWOK stage {relative} is not in {module_dir}")
         parts.append(path.read_text().strip())
+    # Kueue's controller pod is Ready only while the real, out-of-cluster controller is
+    # (tools/e2e/kueue.py): imported here, since kueue.py imports this module.
+    from .kueue import kwok_stages
+
+    parts.append(kwok_stages().strip())
     return "\n---\n".join(parts) + "\n"
 
 

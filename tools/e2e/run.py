@@ -26,6 +26,8 @@ import yaml
 from components.constants import PROJECT
 
 from . import build as builds
+from . import kueue
+from .charts import assemble_mirror
 from .cluster import LocalCluster, Terminated, shared_dir
 from .compare import compare
 from .pulumi_cli import ORGANIZATION, CliError, PulumiCli
@@ -53,15 +55,15 @@ BAD_MANIFEST = {
 BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
-def cluster_overrides(shared: Path, kubeconfig: Path) -> dict[str, Any]:
+def cluster_overrides(charts: Path, kubeconfig: Path) -> dict[str, Any]:
     """What the e2e stack changes, and why: the local cluster's kubeconfig (named in the stack,
-    so nothing depends on the environment) and charts from the local mirror (the fake cluster
+    so nothing depends on the environment) and charts from a local mirror (the fake cluster
     has no way out); nothing else."""
     return {
         "cluster": ({"kubeconfig": str(kubeconfig)}, "the local cluster's kubeconfig"),
         "charts": (
-            {"source": "directory", "directory": str(shared / "charts")},
-            "charts from the local mirror (no traffic beyond loopback)",
+            {"source": "directory", "directory": str(charts)},
+            "charts from a local mirror (no traffic beyond loopback)",
         ),
     }
 
@@ -134,13 +136,16 @@ class E2E:
                 self.e2e_stack = derive(
                     self.stack,
                     work_dir=self.work_dir,
-                    overrides=cluster_overrides(shared_dir(), cluster.kubeconfig),
+                    overrides=cluster_overrides(
+                        assemble_mirror(self.work_dir / "charts", shared_dir() / "charts"),
+                        cluster.kubeconfig,
+                    ),
                 )
                 step.detail += [c.describe() for c in self.e2e_stack.changes]
                 self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
             with self.report.step("offline preview of the e2e stack") as step:
                 self.offline_preview(step.detail)
-            with cluster.running():
+            with cluster.running(), kueue.running_for(cluster):
                 self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
                 with self.report.step("stack init and test secrets") as step:
                     self.init_stack(step.detail)
