@@ -111,13 +111,21 @@ def test_stack_configs_cover_every_policy() -> None:
         assert not missing, f"{stack}.json does not set a level for {sorted(missing)}"
 
 
+ADVICE = frozenset({"log-level-shipped"})
+"""Policies that advise, in every stack: what they find wastes effort but endangers nothing
+(a log level whose lines are dropped), so it must never block a deployment."""
+
+
 def test_dev_is_mostly_advisory_and_prod_mandatory() -> None:
     dev, prod = _load("dev"), _load("prod")
     dev_levels = [_level(dev[name]) for name in REGISTRY]
     soft = sum(level in ("advisory", "disabled") for level in dev_levels)
     assert soft >= 0.75 * len(dev_levels), "dev.json should be mostly advisory"
     for name in REGISTRY:
-        assert _level(prod[name]) == "mandatory", f"prod.json: {name} must be mandatory"
+        expected = "advisory" if name in ADVICE else "mandatory"
+        assert _level(prod[name]) == expected, f"prod.json: {name} must be {expected}"
+        if name in ADVICE:
+            assert _level(dev[name]) == "advisory", f"dev.json: {name} must be advisory"
     assert _level(dev["pss-baseline"]) == "mandatory"
     assert _level(dev["pss-restricted"]) == "advisory"
     assert prod["hpa-replica-bounds"]["minReplicas"] == 2

@@ -154,7 +154,7 @@ def test_defaults_fill_in_priority_and_log_level(dev_run):
     embeddings = dev_run.find("Deployment", "embeddings", "search-serving")
     assert pod_spec(embeddings)["priorityClassName"] == "normal"  # the global default
     evaluation = dev_run.find("Job", "llama-eval", "research")
-    assert env_of(container(evaluation, "trainer"))["LOG_LEVEL"] == "debug"
+    assert env_of(container(evaluation, "trainer"))["LOG_LEVEL"] == "warning"
     assert env_of(container(embeddings, "server"))["LOG_LEVEL"] == "info"
 
 
