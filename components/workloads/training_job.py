@@ -483,6 +483,23 @@ def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
     return spec
 
 
+QUEUE_OWNED_FIELDS: tuple[str, ...] = ("spec.suspend",)
+"""Fields of a queued Job that Kueue owns once it exists: it unsuspends the Job when it admits
+it and suspends it again to preempt it. The Job is created suspended, and these are never
+diffed again: re-applying ``suspend: true`` after a refresh would stop a running job (and,
+``spec`` being a replace trigger, replace it)."""
+
+
+def job_options(args: TrainingJobArgs) -> dict[str, Any]:
+    """Resource options of the Job: a changed spec is a new Job (the name is fixed, so the old
+    one goes first), and what Kueue owns is Kueue's."""
+    return {
+        "replace_on_changes": ["spec"],
+        "delete_before_replace": True,
+        "ignore_changes": list(QUEUE_OWNED_FIELDS) if args.queue_name else [],
+    }
+
+
 def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
     """Workers reach each other on every port (rendezvous, NCCL's ephemeral ports), DNS and
     the configured external ranges; nothing else in or out."""
@@ -586,12 +603,7 @@ class TrainingJob(pulumi.ComponentResource):
                 "annotations": {SKIP_AWAIT_ANNOTATION: "true"},
             },
             spec=job_spec(args),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=before_job,
-                replace_on_changes=["spec"],
-                delete_before_replace=True,
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_job, **job_options(args)),
         )
 
         self.job_name = args.name

@@ -32,6 +32,8 @@ NO_PROVISIONER = "kubernetes.io/no-provisioner"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 VOLUME_ROOT = "/var/lib/e2e-volumes"
 POLL_S = 0.5
+GIVE_UP_S = 120.0
+"""Without an API server for this long the cluster is gone: stop rather than linger."""
 
 
 class Kubectl:
@@ -161,12 +163,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, flush=True)
 
     log("provisioner: watching claims")
+    failing_since: float | None = None
     while True:
         try:
             reconcile(kubectl, log)
+            failing_since = None
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             stderr = getattr(exc, "stderr", "") or ""
             log(f"provisioner: retrying after {exc.__class__.__name__}: {stderr.strip()[:300]}")
+            failing_since = failing_since or time.monotonic()
+            if time.monotonic() - failing_since > GIVE_UP_S:
+                log(f"provisioner: no API server for {GIVE_UP_S:.0f} s, stopping")
+                return 1
         time.sleep(POLL_S)
 
 

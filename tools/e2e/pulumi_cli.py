@@ -92,6 +92,7 @@ class PulumiCli:
         timeout: float = DEFAULT_TIMEOUT_S,
         check: bool = True,
         stdin: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Result:
         self.backend.mkdir(parents=True, exist_ok=True)
         self._calls += 1
@@ -103,7 +104,7 @@ class PulumiCli:
         process = subprocess.Popen(
             command,
             cwd=cwd,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -30,9 +30,10 @@ class Cluster(Protocol):
 
 
 def _resource(api_version: str, kind: str) -> str:
-    """``kubectl get`` name of a kind that is unambiguous across groups: ``Kind.version.group``."""
+    """``kubectl get`` name of a kind, unambiguous across groups: ``Kind.version.group``, and
+    the bare kind for the core group (which kubectl resolves to core first)."""
     group, _, version = api_version.rpartition("/")
-    return f"{kind}.{version}.{group}" if group else f"{kind}.{version}"
+    return f"{kind}.{version}.{group}" if group else kind
 
 
 def declared_objects(report: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -87,6 +88,18 @@ def subset_problems(declared: Any, live: Any, path: str = "") -> Iterator[str]:
     yield f"{path}: declared {declared!r}, live {live!r}"
 
 
+def _without(declared: dict[str, Any], path: list[str]) -> dict[str, Any]:
+    """``declared`` minus the field at ``path``: what the component says another controller
+    owns (its ``ignoreChanges``) is that controller's to change."""
+    head, rest = path[0], path[1:]
+    if head not in declared:
+        return declared
+    if not rest:
+        return {k: v for k, v in declared.items() if k != head}
+    inner = declared[head]
+    return {**declared, head: _without(inner, rest) if isinstance(inner, dict) else inner}
+
+
 def _count(value: Any) -> str:
     return str(len(value)) if isinstance(value, list) else type(value).__name__
 
@@ -114,6 +127,8 @@ def check_objects(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str], 
                 problems.append(f"{where}: not on the server")
                 continue
             declared = {k: v for k, v in resource["inputs"].items() if k not in ("apiVersion",)}
+            for path in resource["options"].get("ignoreChanges") or []:
+                declared = _without(declared, path.split("."))
             problems += [f"{where}: {p}" for p in subset_problems(declared, live[key])]
     return problems, checked
 
