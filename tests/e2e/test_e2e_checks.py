@@ -1,0 +1,153 @@
+"""The e2e's verdicts, without a cluster: preview comparison, read-back, refresh drift, and the
+derived stack. Each check is shown to pass what it should and to catch what it should."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, SECRET, UNKNOWN, compare
+from tools.e2e.readback import check_objects, subset_problems
+from tools.e2e.run import drift
+from tools.e2e.stack import derive
+
+URN = "urn:pulumi:dev::ai-platform::aiplatform:x:Y$kubernetes:core/v1:ConfigMap::cm"
+
+
+def _report(*resources: dict[str, Any]) -> dict[str, Any]:
+    return {"resources": list(resources)}
+
+
+def _resource(urn: str, type_: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    return {"urn": urn, "type": type_, "parent": "", "inputs": inputs, "options": options,
+            "custom": True}  # fmt: skip
+
+
+def _preview(*states: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "steps": [
+            {"op": "create", "urn": s["urn"], "newState": {**s, "inputs": s["inputs"]}}
+            for s in states
+        ]
+    }
+
+
+def test_equal_previews_agree_and_a_changed_input_is_named():
+    cm = _resource(URN, "kubernetes:core/v1:ConfigMap", {"data": {"a": "1"}})
+    assert compare(_preview(cm), _report(cm)).agree
+    changed = {**cm, "inputs": {"data": {"a": "2"}}}
+    result = compare(_preview(changed), _report(cm))
+    assert not result.agree
+    assert result.differences == [f'{URN}: data.a: real "2", offline "1"']
+
+
+def test_missing_resources_and_unknown_values_are_listed_never_equal():
+    cm = _resource(URN, "kubernetes:core/v1:ConfigMap", {"data": {"a": "1"}})
+    other = {**cm, "urn": URN + "2"}
+    unknown = {**cm, "inputs": {"data": {"a": UNKNOWN}}}
+    result = compare(_preview(unknown, other), _report(cm))
+    assert result.only_real == [URN + "2"]
+    assert result.unknown_in_real == [f"{URN}: data.a"]
+
+
+def test_release_defaults_count_only_at_the_providers_values():
+    urn = URN.replace("core/v1:ConfigMap", "helm.sh/v3:Release")
+    mine = _resource(urn, RELEASE, {"chart": "kueue", "compat": "true"})
+    real = _resource(urn, RELEASE, {"chart": "kueue", **PROVIDER_DEFAULTS[RELEASE]})
+    assert compare(_preview(real), _report(mine)).agree
+    linted = {**real, "inputs": {**real["inputs"], "lint": True}}
+    assert compare(_preview(linted), _report(mine)).differences == [
+        f"{urn}: lint: real true, offline false"
+    ]
+
+
+def test_a_secrets_string_data_is_folded_into_data_as_the_provider_does():
+    urn = URN.replace("ConfigMap", "Secret")
+    mine = _resource(urn, "kubernetes:core/v1:Secret", {"stringData": {"k": "v"}})
+    real = _resource(urn, "kubernetes:core/v1:Secret", {"data": {"k": "dg=="}})
+    assert compare(_preview(real), _report(mine)).agree
+    secret_real = _resource(urn, "kubernetes:core/v1:Secret", {"data": SECRET})
+    secret_mine = _resource(urn, "kubernetes:core/v1:Secret", {"stringData": SECRET})
+    assert compare(_preview(secret_real), _report(secret_mine)).agree
+
+
+def test_an_assumed_namespace_is_allowed_only_for_kinds_the_cluster_does_not_serve():
+    urn = URN.replace("core/v1:ConfigMap", "kueue.x-k8s.io/v1beta2:ClusterQueue")
+    inputs = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+              "metadata": {"name": "q"}}  # fmt: skip
+    mine = _resource(urn, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", inputs)
+    real = {**mine, "inputs": {**inputs, "metadata": {"name": "q", "namespace": "default"}}}
+    assert not compare(_preview(real), _report(mine)).agree
+    result = compare(_preview(real), _report(mine), {"kueue.x-k8s.io/v1beta2/ClusterQueue"})
+    assert result.agree and result.assumed_namespaced == [urn]
+
+
+def test_read_back_accepts_server_additions_and_equal_quantities_only():
+    declared = {"spec": {"resources": {"requests": {"memory": "1Gi"}}, "ports": [{"port": 80}]}}
+    live = {"spec": {"resources": {"requests": {"memory": "1024Mi"}}, "extra": 1,
+                     "ports": [{"port": 80, "protocol": "TCP"}]}}  # fmt: skip
+    assert list(subset_problems(declared, live)) == []
+    changed = {"spec": {"resources": {"requests": {"memory": "2Gi"}}, "ports": []}}
+    assert list(subset_problems(declared, changed)) == [
+        "spec.resources.requests.memory: declared '1Gi', live '2Gi'",
+        "spec.ports: declared 1 items, live 0",
+    ]
+
+
+class _Cluster:
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    def get_json(self, *args: str) -> Any:
+        return {"items": self.items}
+
+
+def test_read_back_leaves_what_a_component_says_another_controller_owns():
+    inputs = {"apiVersion": "batch/v1", "kind": "Job",
+              "metadata": {"name": "j", "namespace": "t"}, "spec": {"suspend": True}}  # fmt: skip
+    live = {"kind": "Job", "metadata": {"name": "j", "namespace": "t"}, "spec": {"suspend": False}}
+    job = _resource(URN, "kubernetes:batch/v1:Job", inputs)
+    problems, checked = check_objects(_Cluster([live]), _report(job))
+    assert checked == 1 and problems == [
+        "Job.v1.batch t/j: spec.suspend: declared True, live False"
+    ]
+    owned = _resource(URN, "kubernetes:batch/v1:Job", inputs, ignoreChanges=["spec.suspend"])
+    assert check_objects(_Cluster([live]), _report(owned)) == ([], 1)
+    assert check_objects(_Cluster([]), _report(owned))[0] == ["Job.v1.batch t/j: not on the server"]
+
+
+def test_refresh_drift_is_allowed_only_under_declared_paths():
+    preview = {"steps": [
+        {"op": "update", "urn": "a", "detailedDiff": {"spec.suspend": {}}},
+        {"op": "update", "urn": "b", "detailedDiff": {"spec.replicas": {}}},
+        {"op": "same", "urn": "c"},
+    ]}  # fmt: skip
+    problems, owned = drift(preview, {"a": ["spec.suspend"], "b": ["spec.template"]})
+    assert owned == ["a: spec.suspend (update)"]
+    assert problems == ["b: spec.replicas (update)"]
+
+
+def test_the_e2e_stack_differs_from_its_source_only_as_listed(tmp_path: Path):
+    source = tmp_path / "Pulumi.dev.yaml"
+    source.write_text(
+        (Path(__file__).resolve().parents[2] / "Pulumi.prod.yaml").read_text(encoding="utf-8")
+    )
+    stack = derive(
+        "dev",
+        work_dir=tmp_path / "e2e",
+        overrides={"charts": ({"source": "directory", "directory": "/m"}, "mirror")},
+        source=source,
+    )
+    written = yaml.safe_load(stack.stack_file.read_text(encoding="utf-8"))["config"]
+    original = yaml.safe_load(source.read_text(encoding="utf-8"))["config"]
+    secrets = [c.key for c in stack.secrets]
+    assert secrets and all(
+        k.startswith("ai-platform:monitoring.alertmanager.receivers[") for k in secrets
+    )
+    assert "secure:" not in stack.stack_file.read_text(encoding="utf-8")
+    assert written["ai-platform:charts"] == {"source": "directory", "directory": "/m"}
+    untouched = set(original) - {"ai-platform:monitoring", "ai-platform:charts"}
+    assert {k: written[k] for k in untouched} == {k: original[k] for k in untouched}
+    assert (stack.project_dir / "infra").resolve() == Path(__file__).resolve().parents[2] / "infra"
