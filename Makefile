@@ -5,6 +5,7 @@ PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 STACK       ?= dev
+ARGS        ?=
 # The CRD schemas: ../shared beside this checkout, else beside the checkout it was cloned from
 # (a scratch clone such as /tmp/fresh of a local checkout), else ../shared (the preview then says
 # the folder is missing). CRD_SCHEMAS=<folder or URL template> overrides.
@@ -30,8 +31,9 @@ bytecode: install
 	@$(BIN)/python -m compileall -q $(BYTECODE)
 
 ## Offline preview of one stack: make preview STACK=prod [CRD_SCHEMAS=folder-or-url-template]
+## [ARGS=--quiet] (any python -m tools.preview option)
 preview: bytecode
-	$(BIN)/python -m tools.preview --stack $(STACK) --crd-schemas '$(CRD_SCHEMAS)'
+	$(BIN)/python -m tools.preview --stack $(STACK) --crd-schemas '$(CRD_SCHEMAS)' $(ARGS)
 
 ## Offline preview of every Pulumi.<stack>.yaml in the project root.
 preview-all: bytecode

@@ -35,6 +35,7 @@ from .constants import (
     TEAM_WORKLOAD_SERVICE_ACCOUNT,
     TRAINING_ENV_VAR,
 )
+from .guardrails import PRIORITY_QUOTA_NAME, TenantLimits, priority_quota_spec
 from .labels import team_labels
 
 # What a team admin may manage. Quotas, limit ranges, network policies and RBAC are absent on
@@ -113,6 +114,9 @@ class TeamNamespaceArgs:
     """Extra namespace labels."""
     retain_on_delete: bool = False
     """Keep the namespace (and all it holds) in the cluster when the stack drops it (prod)."""
+    limits: TenantLimits | None = None
+    """What the in-cluster guardrails let the namespace use (annotations on the Namespace, and
+    a ResourceQuota for the priority classes); None: no guardrails (the library default)."""
 
 
 class TeamNamespace(pulumi.ComponentResource):
@@ -144,6 +148,7 @@ class TeamNamespace(pulumi.ComponentResource):
                     PSA_AUDIT_LABEL: PSA_RESTRICTED,
                     PSA_WARN_LABEL: PSA_RESTRICTED,
                 },
+                **({"annotations": args.limits.annotations()} if args.limits else {}),
             },
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
@@ -173,6 +178,13 @@ class TeamNamespace(pulumi.ComponentResource):
             },
             opts=inner,
         )
+        if args.limits is not None:
+            k8s.core.v1.ResourceQuota(
+                f"{name}-priority-quota",
+                metadata=meta(PRIORITY_QUOTA_NAME),
+                spec=priority_quota_spec(args.limits),
+                opts=inner,
+            )
         k8s.core.v1.LimitRange(
             f"{name}-limits",
             metadata=meta(TEAM_LIMIT_RANGE_NAME),

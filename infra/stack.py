@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.constants import TEAM_LOCAL_QUEUE_NAME
 from components.data_volume import DataVolume, DataVolumeArgs
 from components.gpu_node_pool import (
     BlockDevice,
@@ -25,8 +26,11 @@ from components.gpu_node_pool import (
     StaticBackend,
 )
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.guardrails import TenantGuardrails, TenantGuardrailsArgs, TenantLimits
 from components.images import mirrored
 from components.kueue import (
+    DefaultQueue,
+    DefaultQueueArgs,
     FlavorQuota,
     FlavorSpec,
     Kueue,
@@ -73,6 +77,18 @@ from .outputs import (
     TeamOutputs,
     WorkloadOutputs,
 )
+from .sources import (
+    EXTRA_MANIFESTS,
+    GPU_OPERATOR,
+    KUEUE,
+    MONITORING,
+    PRIORITY_CLASSES,
+    STORAGE_CLASSES,
+    pool_name,
+    team_queue_name,
+    volume_name,
+    workload_name,
+)
 
 
 def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
@@ -84,6 +100,20 @@ def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
         kubeconfig=cluster.kubeconfig,
         enable_server_side_apply=True,
     )
+
+
+def tenant_limits(team: TeamConfig, config: PlatformConfig) -> TenantLimits:
+    """What the in-cluster guardrails let a team use: its priority classes, and with Kueue the
+    pools of its queue and that queue (without Kueue, any pool and no queue to name)."""
+    classes = team.priority_classes
+    if classes is None:
+        classes = [pc.name for pc in config.priority_classes]
+    if not config.queueing.enabled:
+        return TenantLimits(classes, [pool.name for pool in config.node_pools])
+    if team.queue is None:
+        return TenantLimits(classes)
+    pools = list(dict.fromkeys(entry.pool for entry in team.queue.pools))
+    return TenantLimits(classes, pools, TEAM_LOCAL_QUEUE_NAME)
 
 
 def _team_args(team: TeamConfig, config: PlatformConfig) -> TeamNamespaceArgs:
@@ -108,6 +138,7 @@ def _team_args(team: TeamConfig, config: PlatformConfig) -> TeamNamespaceArgs:
         env=dict(team.env),
         labels=dict(team.labels),
         retain_on_delete=config.cluster.protects_data,
+        limits=tenant_limits(team, config),
     )
 
 
@@ -280,6 +311,8 @@ class Tenant:
     namespace: TeamNamespace
     queue: TeamQueue | None
     volumes: dict[str, DataVolume]
+    default_queue: DefaultQueue | None = None
+    """What Kueue gives the team's work that names no queue (CPU-only work)."""
 
 
 def _compute(resources: ComputeConfig) -> ComputeResources:
@@ -454,9 +487,11 @@ def deploy_workload(
     # instead made the SDK expand and cycle-check a dozen resources per workload
     # (docs/performance.md). Without a queue, the TeamNamespace itself.
     after: list[pulumi.Resource] = [owner.queue.local_queue if owner.queue else owner.namespace]
+    if owner.default_queue is not None:  # Kueue holds what names no queue until it exists
+        after.append(owner.default_queue.local_queue)
     after += [volume for name, volume in owner.volumes.items() if name in claims]
     opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
-    name = f"{workload.team}-{workload.name}"
+    name = workload_name(workload)
     if workload.kind == "training":
         return TrainingJob(name, training_job_args(workload, owner, contract, config), opts)
     return InferenceService(name, inference_service_args(workload, owner, contract, config), opts)
@@ -499,7 +534,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     protect = config.cluster.protects_data
 
     priority = PriorityClasses(
-        "priority",
+        PRIORITY_CLASSES,
         PriorityClassesArgs(
             classes=[
                 PriorityClassSpec(
@@ -515,7 +550,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         on_cluster,
     )
     storage = StorageClasses(
-        "storage",
+        STORAGE_CLASSES,
         StorageClassesArgs(
             classes=[
                 StorageClassSpec(
@@ -536,20 +571,24 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         on_cluster,
     )
 
+    TenantGuardrails(
+        "guardrails", TenantGuardrailsArgs(queueing=config.queueing.enabled), on_cluster
+    )
+
     pool_configs = {pool.name: pool for pool in config.node_pools}
     pools = {
-        pool.name: GpuNodePool(f"pool-{pool.name}", _pool_args(pool), on_cluster)
+        pool.name: GpuNodePool(pool_name(pool), _pool_args(pool), on_cluster)
         for pool in config.node_pools
     }
     gpu_operator: GpuOperator | None = None
     if config.gpu_stack.enabled:
         gpu_operator = GpuOperator(
-            "gpu-operator", _gpu_operator_args(config, list(pools.values())), on_cluster
+            GPU_OPERATOR, _gpu_operator_args(config, list(pools.values())), on_cluster
         )
     kueue: Kueue | None = None
     if config.queueing.enabled:
         kueue = Kueue(
-            "kueue",
+            KUEUE,
             KueueArgs(
                 flavors=[
                     FlavorSpec(
@@ -579,16 +618,23 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         queue: TeamQueue | None = None
         if kueue is not None and team.queue is not None:
             queue = TeamQueue(
-                f"{team.name}-queue",
+                team_queue_name(team),
                 _team_queue_args(team, team.queue, config, pools),
                 # Load-bearing for workloads too: their one edge to this queue's LocalQueue
                 # orders them after the whole team namespace (deploy_workload).
                 pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
             )
+        default_queue: DefaultQueue | None = None
+        if kueue is not None:
+            default_queue = DefaultQueue(
+                f"{team.name}-default-queue",
+                DefaultQueueArgs(team.name, team.namespace_name, team.quota.cpu, team.quota.memory),
+                pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
+            )
         volumes: dict[str, DataVolume] = {}
         for volume in team.volumes:
             volumes[volume.name] = DataVolume(
-                f"{team.name}-{volume.name}",
+                volume_name(team, volume),
                 DataVolumeArgs(
                     team=team.name,
                     namespace=tenant.namespace,
@@ -601,7 +647,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 ),
                 on_cluster,
             )
-        tenants[team.name] = Tenant(team, tenant, queue, volumes)
+        tenants[team.name] = Tenant(team, tenant, queue, volumes, default_queue)
 
     workloads: dict[str, dict[str, WorkloadOutputs]] = {}
     for workload in config.workloads:
@@ -615,7 +661,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     monitoring: MonitoringStack | None = None
     if config.monitoring.enabled:
         monitoring = MonitoringStack(
-            "monitoring",
+            MONITORING,
             monitoring_stack_args(
                 config.monitoring,
                 cluster_name=config.cluster.name,
@@ -631,7 +677,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
 
     if config.extra_manifests:
         RawManifests(
-            "extra",
+            EXTRA_MANIFESTS,
             RawManifestsArgs(
                 manifests=config.extra_manifests,
                 depends_on=[t.namespace for t in tenants.values()],

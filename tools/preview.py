@@ -3,7 +3,8 @@
     python -m tools.preview --stack dev
 
 Exit codes: 0 everything valid; 1 validation or mandatory policy failures; 2 config errors
-(a stack file that is not valid YAML included).
+(a stack file that is not valid YAML included). The console lists every policy violation with
+its resource and stack config entry (``--quiet``: the counts and the mandatory ones only).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 from infra.config import ConfigError, StackFile
 
+from .findings import LEVELS, Finding, config_keys, findings, format_findings
 from .mockrun import CapturedResource, MockRun, run_under_mocks, runs_in_process
 from .netpol import Cluster, ManifestError, kube_dns, reachability_matrix
 from .policy_driver import PolicyConfigError, PolicyDriverError
@@ -175,6 +177,7 @@ def preview(args: argparse.Namespace) -> int:
     schema_results = schema.to_dict()
 
     policy_report: dict[str, Any] | None = None
+    found: list[Finding] = []
     mandatory = 0
     if args.policies:
         try:
@@ -196,10 +199,14 @@ def preview(args: argparse.Namespace) -> int:
         except PolicyDriverError as exc:
             print(f"policy pack failed: {exc}", file=sys.stderr)
             return EXIT_INVALID
+        keys = config_keys(run.resources, config) if policy_result.violations else {}
         policy_report = {
             **policy_result.to_dict(),
             "configFile": str(policy_config) if policy_config else None,
         }
+        for violation in policy_report["violations"]:
+            violation["configKey"] = keys.get(violation["urn"])
+        found = findings(policy_result.violations, run.resources, keys)
         mandatory = policy_result.mandatory_count
 
     provider_problems = explicit_provider_problems(run.resources)
@@ -222,7 +229,18 @@ def preview(args: argparse.Namespace) -> int:
         json.dumps(report, indent=2, sort_keys=False), encoding="utf-8"
     )
 
-    print(summary(run, schema, provider_problems, policy_report, out, reachability_line))
+    print(
+        summary(
+            run,
+            schema,
+            provider_problems,
+            policy_report,
+            out,
+            reachability_line,
+            found=found,
+            quiet=args.quiet,
+        )
+    )
     failed = (
         schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
     )
@@ -236,17 +254,25 @@ def summary(
     policy_report: dict[str, Any] | None,
     out: Path,
     reachability_line: str | None = None,
+    found: list[Finding] | None = None,
+    quiet: bool = False,
 ) -> str:
-    """A readable summary; report.json has the details."""
+    """A readable summary: counts, then every policy violation (``quiet``: the counts and the
+    mandatory violations only); report.json has the details."""
     lines = [f"{len(run.resources)} resources, {len(run.kubernetes_objects())} Kubernetes objects"]
-    counts = Counter(r.type for r in run.resources)
-    width = max((len(t) for t in counts), default=0)
-    for type_token, count in sorted(counts.items()):
-        lines.append(f"  {type_token:<{width}}  {count:>4}")
+    if not quiet:
+        counts = Counter(r.type for r in run.resources)
+        width = max((len(t) for t in counts), default=0)
+        for type_token, count in sorted(counts.items()):
+            lines.append(f"  {type_token:<{width}}  {count:>4}")
     lines.append(schema.summary_text())
     lines.extend(f"  provider: {problem}" for problem in provider_problems)
     if policy_report is not None:
         lines.append(policy_report["summaryText"])
+        lines.extend(format_findings(found or [], ("mandatory",) if quiet else LEVELS))
+        advisory = policy_report["summary"]["advisory"]
+        if quiet and advisory:
+            lines.append(f"  ({advisory} advisory: listed without --quiet and in report.json)")
     if reachability_line is not None:
         lines.append(reachability_line)
     lines.append(f"manifests and report.json in {out}")
@@ -283,7 +309,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--allow-missing-schemas", action="store_true", help="do not fail on kinds without a schema"
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines; the counts and the mandatory policy violations only",
+    )
     return parser.parse_args(argv)
 
 

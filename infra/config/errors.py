@@ -106,6 +106,11 @@ def _named(raw: Any, path: Sequence[PathPart]) -> tuple[tuple[str | None, ...], 
     return tuple(names), notes
 
 
+def named_key_path(raw: Mapping[str, Any], path: Sequence[PathPart]) -> str:
+    """``ai-platform:teams[research].queue`` for ``("teams", 0, "queue")`` in ``raw``."""
+    return render_key_path(path, _named(raw, path)[0])
+
+
 def name_items(raw: Mapping[str, Any], issues: Sequence[ConfigIssue]) -> list[ConfigIssue]:
     """Issues whose paths name list items as the user wrote them (``workloads[llama-eval]``),
     positions kept in the message where a name is not unique."""

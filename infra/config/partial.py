@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import ITEM_NAME_KEYS, ConfigIssue, PathPart, closest_key, item_name, name_items
+from .errors import ITEM_NAME_KEYS, ConfigIssue, PathPart, closest_key, item_name, named_key_path
 
 T = TypeVar("T")
 Rule = Callable[[Any], Iterable[ConfigIssue]]
@@ -242,9 +242,6 @@ class ByName(Generic[T]):
 def describe_skipped(raw: Mapping[str, Any], skipped: Sequence[SkippedCheck]) -> list[str]:
     """What did not get checked, for people: per broken entry, and per rule that did not run."""
 
-    def where(path: tuple[PathPart, ...]) -> str:
-        return name_items(raw, [ConfigIssue(path, "")])[0].key_path
-
     entries: dict[tuple[PathPart, ...], list[str]] = {}
     checks: dict[tuple[PathPart, ...], list[str]] = {}
     for skip in skipped:
@@ -256,11 +253,10 @@ def describe_skipped(raw: Mapping[str, Any], skipped: Sequence[SkippedCheck]) ->
             referrers.append(skip.check)
     lines = []
     for path, referrers in entries.items():
-        line = f"{where(path)}: its cross-field checks"
+        line = f"{named_key_path(raw, path)}: its cross-field checks"
         if referrers:
             line += f", and those of the entries that refer to it ({', '.join(referrers)})"
         lines.append(line)
-    lines += [
-        f"{', '.join(labels)}: not run (reads {where(path)})" for path, labels in checks.items()
-    ]
+    for path, labels in checks.items():
+        lines.append(f"{', '.join(labels)}: not run (reads {named_key_path(raw, path)})")
     return lines

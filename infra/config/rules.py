@@ -32,6 +32,7 @@ from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_
 from .charts import CHART_RULES
 from .errors import ConfigIssue, entry_ref
 from .gpu import GpuNodePoolConfig
+from .guardrails import GUARDRAIL_RULES
 from .manifests import extra_manifest_issues
 from .monitoring import MONITORING_RULES
 from .partial import ByName, SkippedCheck, parsed, run_rules
@@ -1410,6 +1411,7 @@ OTHER_RULES: tuple[Rule, ...] = (
     *MONITORING_RULES,
     extra_manifests_are_registrable,
     *CHART_RULES,
+    *GUARDRAIL_RULES,
 )
 
 

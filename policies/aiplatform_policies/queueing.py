@@ -24,6 +24,7 @@ from components.constants import (
     QUOTA_OVERCOMMIT_ANNOTATION,
 )
 
+from .gpu import is_gpu_resource
 from .kube import (
     as_map,
     as_seq,
@@ -130,6 +131,17 @@ class FlavorCapacity:
         return self.units * self.factor
 
 
+def steers_nothing(flavor: PolicyResource) -> bool:
+    """A flavour with no node labels, taints, tolerations or GPU annotations: what it admits
+    runs wherever the scheduler puts it (the default queues' CPU flavour). It needs no pool."""
+    spec = as_map(flavor.props.get("spec"))
+    annotations = as_map(metadata(flavor.props).get("annotations"))
+    return not any(
+        as_map(spec.get(key)) or as_seq(spec.get(key))
+        for key in ("nodeLabels", "nodeTaints", "tolerations")
+    ) and not any(key in annotations for key in (GPU_CAPACITY_ANNOTATION, GPU_RESOURCE_ANNOTATION))
+
+
 def _flavor_capacity(
     name: str, flavor: PolicyResource, pools: set[str], report: ReportViolation
 ) -> FlavorCapacity | None:
@@ -215,6 +227,17 @@ def _check_cluster_queue(
                 if pool is not None and resource == pool.resource:
                     per_queue = shares.setdefault(flavor_name, {})
                     per_queue[name] = per_queue.get(name, Decimal(0)) + nominal
+                if (
+                    flavor_name in found.flavors
+                    and steers_nothing(found.flavors[flavor_name])
+                    and is_gpu_resource(resource)
+                    and (nominal or borrow)
+                ):
+                    report(
+                        f'{who} gives {resource} quota on flavor "{flavor_name}", which selects '
+                        "no GPU node pool: Kueue would admit GPU pods that no node can run",
+                        queue.urn,
+                    )
                 if in_cohort and borrow is None:
                     report(
                         f'{who} may borrow {resource} in flavor "{flavor_name}" without limit; '
@@ -257,6 +280,8 @@ def _check_queue_capacity(args: StackValidationArgs, report: ReportViolation, _:
 
     capacity: dict[str, FlavorCapacity] = {}
     for name, flavor in found.flavors.items():
+        if steers_nothing(flavor):
+            continue
         flavor_capacity = _flavor_capacity(name, flavor, pools, report)
         if flavor_capacity is not None:
             capacity[name] = flavor_capacity
@@ -309,7 +334,9 @@ queue_capacity = stack_policy(
         "namespace's ResourceQuota (requests.<resource>) to at least nominal + borrowing of its "
         "ClusterQueue, or Kueue admits work the quota then rejects. Every ResourceFlavor must "
         f"select, through spec.nodeLabels {NODE_POOL_LABEL}, a pool that a Karpenter NodePool or "
-        "labelled nodes provide and carry the capacity annotations; every ClusterQueue must "
+        "labelled nodes provide and carry the capacity annotations, unless it steers nothing "
+        "(no node labels, taints or tolerations: a CPU flavor, which gives no GPU quota); every "
+        "ClusterQueue must "
         f"select its team namespace by {NAMESPACE_NAME_LABEL} and use only defined flavors; "
         "every LocalQueue must name an existing ClusterQueue."
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from components.constants import (
+    DEFAULT_QUEUE_FLAVOR,
     GPU_CAPACITY_ANNOTATION,
     GPU_RESOURCE_ANNOTATION,
     KUEUE_CHART,
@@ -37,7 +38,7 @@ def test_kueue_release_is_pinned_and_enables_fair_sharing(prod_run):
     assert inputs["skipAwait"] is False
     config = yaml.safe_load(inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
-    assert config["manageJobsWithoutQueueName"] is False
+    assert config["manageJobsWithoutQueueName"] is True
     assert config["fairSharing"]["preemptionStrategies"]
     assert prod_run.find("Namespace", KUEUE_NAMESPACE).metadata["labels"][PSA_ENFORCE_LABEL] == (
         "restricted"
@@ -89,9 +90,11 @@ def test_queue_objects_wait_for_the_kueue_webhooks(prod_run):
 def test_flavors_mirror_pools_exactly(prod_run):
     contracts = prod_run.value.gpu_pools
     flavors = {
-        r.metadata["name"]: r for r in prod_run.kubernetes_objects() if r.kind == "ResourceFlavor"
+        r.metadata["name"]: r
+        for r in prod_run.kubernetes_objects()
+        if r.kind == "ResourceFlavor" and r.metadata["name"] != DEFAULT_QUEUE_FLAVOR
     }
-    assert sorted(flavors) == sorted(contracts)
+    assert sorted(flavors) == sorted(contracts)  # and the default queues' no-gpu flavor
     for name, contract in contracts.items():
         spec = flavors[name].inputs["spec"]
         assert spec["nodeLabels"] == contract.node_selector

@@ -75,7 +75,6 @@ class PulumiCli:
             PULUMI_SKIP_UPDATE_CHECK="true",
             PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
             PULUMI_DISABLE_REGISTRY_RESOLVE="true",
-            PULUMI_SKIP_CONFIRMATIONS="true",
             PULUMI_PYTHON_CMD=str(venv_bin / "python"),
             PYTHONDONTWRITEBYTECODE="1",
         )

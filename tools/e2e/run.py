@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from components.constants import PROJECT
+from infra.config import PlatformConfig, StackFile
 
 from . import build as builds
 from . import kueue
@@ -334,7 +335,9 @@ class E2E:
         )
         self.pulumi("stack", "init", "consumer", cwd=consumer)
         outputs = self.pulumi("stack", "output", "--json").json()
-        team, pool = _consumer_targets(outputs)
+        assert self.e2e_stack is not None
+        config = StackFile(self.e2e_stack.stack_file).platform_config()
+        team, pool = consumer_targets(config, outputs)
         for key, value in {
             "platformStack": f"{ORGANIZATION}/{PROJECT}/{self.stack}",
             "team": team,
@@ -365,16 +368,15 @@ def drift(preview: dict[str, Any], declared: dict[str, list[str]]) -> tuple[list
     return problems, owned
 
 
-def _consumer_targets(outputs: dict[str, Any]) -> tuple[str, str]:
-    """A training team and a pool it may use, from the platform's own outputs."""
-    teams = outputs.get("teams") or {}
+def consumer_targets(config: PlatformConfig, outputs: dict[str, Any]) -> tuple[str, str]:
+    """A training team and a pool its queue may use (the pools a team may select are its
+    queue's: the admission guardrails refuse any other), as the stack's outputs publish them."""
     pools = outputs.get("gpuPools") or {}
-    for team, facts in sorted(teams.items()):
-        allowed = facts.get("gpuPools") or sorted(pools)
-        for pool in allowed:
-            if pool in pools:
-                return team, pool
-    fail(f"no team with a GPU pool in the outputs: teams {sorted(teams)}, pools {sorted(pools)}")
+    for team in sorted(config.teams, key=lambda t: (t.purpose != "training", t.name)):
+        for quota in team.queue.pools if team.queue else []:
+            if team.name in (outputs.get("teams") or {}) and quota.pool in pools:
+                return team.name, quota.pool
+    fail(f"no team with a queued GPU pool in the outputs: pools {sorted(pools)}")
     raise AssertionError  # unreachable
 
 
