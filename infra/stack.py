@@ -487,7 +487,12 @@ def deploy_workload(
     # instead made the SDK expand and cycle-check a dozen resources per workload
     # (docs/performance.md). Without a queue, the TeamNamespace itself.
     after: list[pulumi.Resource] = [owner.queue.local_queue if owner.queue else owner.namespace]
-    if owner.default_queue is not None:  # Kueue holds what names no queue until it exists
+    # Kueue holds what names no queue (CPU-only work, a service's stateful dependencies) until
+    # the team's default LocalQueue exists, for good if it is created first.
+    names_no_queue = _queue_name(workload, owner) is None or (
+        workload.kind == "inference" and bool(workload.inference_settings.stateful_dependencies)
+    )
+    if owner.default_queue is not None and names_no_queue:
         after.append(owner.default_queue.local_queue)
     after += [volume for name, volume in owner.volumes.items() if name in claims]
     opts = pulumi.ResourceOptions(provider=provider, depends_on=after)

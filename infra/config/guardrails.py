@@ -11,6 +11,7 @@ from components.constants import DEFAULT_QUEUE_FLAVOR
 from .cluster import ClusterConfig
 from .errors import ConfigIssue
 from .gpu import GpuNodePoolConfig
+from .partial import ByName, parsed
 from .queueing import QueueingConfig
 from .teams import TeamConfig
 from .workloads import WorkloadConfig
@@ -52,14 +53,12 @@ def gpu_workloads_are_queued(config: GuardedPlatform) -> Iterator[ConfigIssue]:
     queue; a workload the platform would render unqueued is a config error instead."""
     if not config.queueing.enabled:
         return
-    teams: dict[str, TeamConfig] = {}
-    for team in config.teams:
-        teams.setdefault(team.name, team)
-    for index, workload in enumerate(config.workloads):
+    teams = ByName(config.teams, lambda team: team.name)
+    for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if workload.gpus is None or found is None:
             continue
-        team = found
+        team = found[1]
         inference = workload.kind == "inference"
         if inference and workload.inference_settings.queued:
             continue  # a queued service of a team without a queue is reported by its own rule
@@ -81,7 +80,7 @@ def gpu_workloads_are_queued(config: GuardedPlatform) -> Iterator[ConfigIssue]:
 def default_queue_flavor_is_reserved(config: GuardedPlatform) -> Iterator[ConfigIssue]:
     if not config.queueing.enabled:
         return
-    for index, pool in enumerate(config.node_pools):
+    for index, pool in parsed(config.node_pools):
         if pool.name == DEFAULT_QUEUE_FLAVOR:
             yield ConfigIssue(
                 ("nodePools", index, "name"),

@@ -29,6 +29,10 @@ DNS1035 = (
 )
 
 # (id, stack, mutation, expected message without the "Pulumi.<stack>.yaml: " prefix)
+UNQUEUED = {"enabled": False}
+"""Kueue off: GPU workloads that name no queue exist only then (with Kueue on, the cluster's
+guardrails refuse them, and so does the config: tests/config/test_guardrail_config.py)."""
+
 BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
     # --- shape ------------------------------------------------------------------------------------
     (
@@ -275,6 +279,7 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("teams.1.quota.gpus", 0),
             _delete("teams.1.queue.pools.1"),
             _set("workloads.3.gpus", {"pool": "lab-a100", "count": 1}),
+            _set("queueing", UNQUEUED),
         ),
         "ai-platform:workloads[embeddings].gpus: team 'search-serving' has no quota for "
         "nvidia.com/gpu (teams[search-serving].quota.gpus is 0)",
@@ -287,6 +292,7 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("teams.1.queue.pools.0.gpus", 0),
             _set("teams.1.queue.pools.0.borrowingLimit", {}),
             _set("workloads.2.inference.queued", False),
+            _set("queueing", UNQUEUED),
         ),
         "ai-platform:workloads[llm-chat].gpus: team 'search-serving' has no quota for "
         "nvidia.com/mig-1g.10gb (teams[search-serving].quota.migSlices.1g.10gb is 0)",
@@ -300,6 +306,7 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _delete("teams.0.queue"),
             _set("workloads.0.gpus.count", 4),
             _set("workloads.0.training.nodes", 3),
+            _set("queueing", UNQUEUED),
         ),
         "ai-platform:workloads[llama-finetune].training.nodes: the job's 3 workers x 4 "
         "nvidia.com/gpu must run at once, but pool 'h100-training' holds at most 2: 1 node "
@@ -481,7 +488,9 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
     (
         "service GPUs above the team quota",
         "dev",
-        _set("workloads.3.gpus", {"pool": "lab-a100", "count": 1}),
+        _all(
+            _set("workloads.3.gpus", {"pool": "lab-a100", "count": 1}), _set("queueing", UNQUEUED)
+        ),
         "ai-platform:workloads[embeddings].gpus.count: needs 4 nvidia.com/gpu at its peak (4 "
         "pods x 1), above the quota of team 'search-serving' (2)",
     ),
