@@ -17,7 +17,7 @@ PY_DIRS     := __main__.py infra components tools policies tests bench examples
 # machines set it) every preview process would otherwise compile them again (docs/performance.md).
 BYTECODE    := __main__.py infra components tools policies bench
 
-.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench clean
+.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench e2e e2e-build clean
 
 install: $(STAMP)
 
@@ -42,6 +42,15 @@ preview-all: bytecode
 		echo "== $$stack"; \
 		$(BIN)/python -m tools.preview --stack $$stack --crd-schemas '$(CRD_SCHEMAS)'; \
 	done
+
+## The real Pulumi CLI and providers deploy a stack to a local cluster (docs/e2e.md):
+## make e2e [STACK=dev]. Builds the Go tools first (cached outside the checkout).
+e2e: bytecode
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m tools.e2e run --stack $(STACK)
+
+## Only build (or find cached) the e2e's Go tools: the CLI, providers, Kubernetes, etcd, KWOK, Kueue.
+e2e-build: install
+	$(BIN)/python -m tools.e2e build
 
 ## Lint, type-check and the whole test suite.
 test: install lint typecheck pytest
