@@ -145,12 +145,13 @@ class E2E:
                 )
                 step.detail += [c.describe() for c in self.e2e_stack.changes]
                 self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
+            self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
+            # Secrets first: the offline preview then reads the same (encrypted) stack file.
+            with self.report.step("stack init and test secrets") as step:
+                self.init_stack(step.detail)
             with self.report.step("offline preview of the e2e stack") as step:
                 self.offline_preview(step.detail)
             with cluster.running(), kueue.running_for(cluster):
-                self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
-                with self.report.step("stack init and test secrets") as step:
-                    self.init_stack(step.detail)
                 self.step("pulumi preview with the policy pack equals the offline preview",
                           self.real_preview)  # fmt: skip
                 if self.step("pulumi up", self.up):
