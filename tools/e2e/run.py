@@ -213,23 +213,27 @@ class E2E:
     def real_preview(self, detail: list[str]) -> None:
         assert self.cluster is not None
         unknown = self.kinds_not_served()
-        done = self.pulumi(
-            "preview",
-            "--json",
-            "--policy-pack",
-            str(PROJECT_ROOT / "policies"),
-            "--policy-pack-config",
-            str(policy_config(self.stack)),
-            check=False,
-        )
+        done = self.pulumi(*self.preview_args("--json"), check=False)
         (self.work_dir / "preview.json").write_text(done.stdout, encoding="utf-8")
         if done.code != 0:
-            fail(f"pulumi preview exited {done.code}:\n{done.stderr[-4000:]}")
+            # --json leaves out the policy report: the console form says what failed.
+            printed = self.pulumi(*self.preview_args(), check=False)
+            fail(f"pulumi preview exited {done.code}:\n{_after(printed.stdout, 'Policies:')}")
         result = compare(done.json(), self.offline_report, unknown)
         self.report.facts["previewComparison"] = result.to_dict()
         if not result.agree:
             fail("\n".join(result.lines()))
         detail += result.lines()
+
+    def preview_args(self, *extra: str) -> list[str]:
+        return [
+            "preview",
+            *extra,
+            "--policy-pack",
+            str(PROJECT_ROOT / "policies"),
+            "--policy-pack-config",
+            str(policy_config(self.stack)),
+        ]
 
     def kinds_not_served(self) -> set[str]:
         """``apiVersion/kind`` of every custom resource of the offline report that the cluster
@@ -303,17 +307,7 @@ class E2E:
             {**BAD_MANIFEST, "metadata": {**BAD_MANIFEST["metadata"], "namespace": namespace}}
         )
         stack_file.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-        done = self.pulumi(
-            "preview",
-            "--stack",
-            self.stack,
-            "--policy-pack",
-            str(PROJECT_ROOT / "policies"),
-            "--policy-pack-config",
-            str(policy_config(self.stack)),
-            cwd=bad,
-            check=False,
-        )
+        done = self.pulumi(*self.preview_args("--stack", self.stack), cwd=bad, check=False)
         printed = done.stdout + done.stderr
         lines = [line.strip() for line in printed.splitlines() if BAD_MANIFEST_POLICY in line]
         detail += lines[:4]
@@ -352,6 +346,12 @@ class E2E:
         detail.append(f"team {team} on pool {pool}: deployed through the StackReference")
         self.pulumi("destroy", "--yes", "--skip-preview", cwd=consumer, timeout=1200, env=checkout)
         detail.append("consumer stack destroyed")
+
+
+def _after(text: str, marker: str, limit: int = 6000) -> str:
+    """The part of ``text`` from ``marker`` on (all of it when absent), at most ``limit`` chars."""
+    index = text.find(marker)
+    return (text[index:] if index >= 0 else text)[:limit]
 
 
 def drift(preview: dict[str, Any], declared: dict[str, list[str]]) -> tuple[list[str], list[str]]:
