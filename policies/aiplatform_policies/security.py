@@ -279,6 +279,26 @@ NAMESPACED_KINDS: Final = frozenset(
 )
 """Kinds known to be namespaced: for these a missing namespace means the default namespace.
 Other kinds are flagged only when they name ``default`` explicitly (CRDs may be cluster-scoped)."""
+CLUSTER_SCOPED_CUSTOM_KINDS: Final = frozenset(
+    {
+        "kueue.x-k8s.io/ResourceFlavor",
+        "kueue.x-k8s.io/ClusterQueue",
+        "kueue.x-k8s.io/Cohort",
+        "kueue.x-k8s.io/WorkloadPriorityClass",
+        "kueue.x-k8s.io/Topology",
+        "kueue.x-k8s.io/AdmissionCheck",
+        "kueue.x-k8s.io/ProvisioningRequestConfig",
+        "karpenter.sh/NodePool",
+        "karpenter.sh/NodeClaim",
+        "karpenter.k8s.aws/EC2NodeClass",
+        "nvidia.com/ClusterPolicy",
+        "nfd.k8s-sigs.io/NodeFeatureRule",
+    }
+)
+"""Custom kinds whose CRDs are cluster-scoped. Until a cluster has the CRD (a chart of the same
+update installs it), the Kubernetes provider cannot tell, assumes namespaced, and shows its
+default namespace in the preview; it drops it again when it creates the object. So for these
+``default`` is the provider's guess, not a placement."""
 
 
 def _check_default_ns(args: ResourceValidationArgs, report: ReportViolation, _: None) -> None:
@@ -287,7 +307,7 @@ def _check_default_ns(args: ResourceValidationArgs, report: ReportViolation, _: 
         return
     namespace = as_str(as_map(args.props.get("metadata")).get("namespace"))
     who = f'{token.kind} "{name_of(args.props)}"'
-    if namespace == "default":
+    if namespace == "default" and token.group_kind not in CLUSTER_SCOPED_CUSTOM_KINDS:
         report(f"{who} is in the default namespace; put it in a team or system namespace", None)
     elif not namespace and token.group_kind in NAMESPACED_KINDS:
         provider_ns = as_str(args.provider.props.get("namespace")) if args.provider else None
