@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +33,23 @@ def stack_file_name(stack: str) -> str:
     return f"Pulumi.{stack}.yaml"
 
 
-def validate_platform_config(raw: Mapping[str, Any], source: str) -> PlatformConfig:
-    """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue.
+def validate_platform_config(
+    raw: Mapping[str, Any], source: str, found: Sequence[ConfigIssue] = ()
+) -> PlatformConfig:
+    """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue,
+    ``found`` (what the loader found in the same input: misplaced secrets) first.
 
     The cross-field rules run even when the models reject part of the input, on what parsed
     (``partial.py``): one run reports every error, and names the checks it could not run.
     """
-    issues: list[ConfigIssue] = []
+    issues = list(found)
     try:
         config = PlatformConfig.model_validate(dict(raw))
     except ValidationError as exc:
-        issues = issues_from_validation_error(exc, PlatformConfig)
+        issues += issues_from_validation_error(exc, PlatformConfig)
         config = partial_config(PlatformConfig, raw, exc)
-    found, skipped = cross_field_check(config)
-    issues += found
+    broken, skipped = cross_field_check(config)
+    issues += broken
     if issues:
         raise ConfigError(source, name_items(raw, issues), describe_skipped(raw, skipped))
     return config
@@ -146,9 +149,7 @@ def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
         if f"{_PREFIX}{top}" not in secret_keys
         for path in _credential_paths(top, raw.get(top))
     ]
-    if misplaced:
-        raise ConfigError(source, misplaced)
-    return validate_platform_config(raw, source)
+    return validate_platform_config(raw, source, misplaced)
 
 
 def _replace_secure(
@@ -381,8 +382,9 @@ class StackFile:
                     for path in _credential_paths(top, value)
                     if path not in secure
                 ]
-        if misplaced:
-            raise ConfigError(self.name, misplaced)
+        self.issues = misplaced
+        """Secrets in the wrong place or in plain text: reported with every other error by
+        :meth:`platform_config`, which must pass before the program runs."""
 
     def engine_config(self) -> dict[str, str]:
         """Config in the engine's wire form: every value a string, structured values as JSON."""
@@ -392,4 +394,4 @@ class StackFile:
         }
 
     def platform_config(self) -> PlatformConfig:
-        return validate_platform_config(project_keys(self.values), self.name)
+        return validate_platform_config(project_keys(self.values), self.name, self.issues)

@@ -6,12 +6,14 @@ The rules run on whatever parsed. A check that needs an entry that did not parse
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from infra.config import ConfigError, validate_platform_config
-from tests.harness import stack_config
+from infra.config import ConfigError, StackFile, validate_platform_config
+from tests.harness import ROOT, stack_config
 
 
 def _errors(config: dict[str, Any], stack: str = "dev") -> ConfigError:
@@ -151,3 +153,24 @@ def test_the_program_fails_with_the_same_text() -> None:
     with pytest.raises(pulumi.RunError) as failure:
         run_under_mocks(program, stack="dev", config=engine_config(config))
     assert str(failure.value) == expected
+
+
+def test_misplaced_secrets_come_with_the_other_errors(tmp_path: Path) -> None:
+    """The loader's findings (a secret outside a credential field, a credential in plain text)
+    are reported in the same run as schema and rule errors, and the credential's command keeps
+    the position the CLI's --path needs."""
+    document = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    config = document["config"]
+    config["ai-platform:teams"][0]["env"]["HF_TOKEN"] = {"secure": "v1:abc"}
+    config["ai-platform:monitoring"]["alertmanager"]["receivers"][1]["url"] = "https://hooks/x"
+    config["ai-platform:teams"][1]["quota"]["gpus"] = -1
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    with pytest.raises(ConfigError) as caught:
+        StackFile(path).platform_config()
+    assert [issue.key_path for issue in caught.value.issues] == [
+        "ai-platform:teams[research].env.HF_TOKEN",
+        "ai-platform:monitoring.alertmanager.receivers[platform-slack].url",
+        "ai-platform:teams[search-serving].quota.gpus",
+    ]
+    assert "--path 'ai-platform:monitoring.alertmanager.receivers[1].url'" in str(caught.value)

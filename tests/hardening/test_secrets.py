@@ -92,7 +92,7 @@ def test_secure_values_elsewhere_never_render_in_plaintext(tmp_path: Path) -> No
     document["config"]["ai-platform:teams"][0]["env"]["HF_TOKEN"] = {"secure": "v1:abc"}
     result = run_preview(project(tmp_path, "prod", document), tmp_path / "out", "prod")
     assert result.code == 2
-    assert "ai-platform:teams[0].env" in result.stderr
+    assert "ai-platform:teams[research].env.HF_TOKEN: secure values" in result.stderr
     written = tmp_path / "out" / "prod"
     assert not written.exists() or not any(written.rglob("*.yaml"))
 
@@ -107,8 +107,8 @@ def test_a_plain_text_credential_is_a_config_error_naming_the_command(tmp_path: 
     result = run_preview(project(tmp_path, "prod", document), tmp_path / "out", "prod")
     assert result.code == 2
     assert (
-        "ai-platform:monitoring.alertmanager.receivers[1].url: a credential must be a Pulumi "
-        "secret, not plain text: pulumi config set --secret --path "
+        "ai-platform:monitoring.alertmanager.receivers[platform-slack].url: a credential must be a "
+        "Pulumi secret, not plain text: pulumi config set --secret --path "
         "'ai-platform:monitoring.alertmanager.receivers[1].url' <value>"
     ) in " ".join(result.stderr.split())
     assert SLACK_URL not in result.stderr + result.stdout
@@ -135,8 +135,8 @@ def test_the_program_refuses_credentials_the_engine_does_not_hold_as_secrets() -
     with pytest.raises(pulumi.RunError) as error:
         run_under_mocks(program, stack="prod", config=engine_config(config), secret_keys=[])
     text = str(error.value)
-    assert "ai-platform:monitoring.alertmanager.receivers[0].routingKey: a credential" in text
-    assert "ai-platform:monitoring.alertmanager.receivers[1].url: a credential" in text
+    assert "alertmanager.receivers[platform-pager].routingKey: a credential" in text
+    assert "alertmanager.receivers[platform-slack].url: a credential" in text
     run = run_under_mocks(
         program, stack="prod", config=engine_config(config), secret_keys=["ai-platform:monitoring"]
     )

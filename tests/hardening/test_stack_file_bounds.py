@@ -20,8 +20,9 @@ import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from infra.config import ConfigError, StackFile
+from infra.config import ConfigError, StackFile, validate_platform_config
 from infra.config import load as loader
+from tests.hardening.mutations import put
 from tests.harness import ROOT, stack_config
 from tools import preview
 
@@ -272,9 +273,6 @@ def test_text_that_expands_past_the_byte_bound_is_refused(
 )
 def test_integer_quotas_are_bounded_like_quantities(path: tuple[Any, ...]) -> None:
     """10^30 GPUs once rendered; the bound is a quantity's (2^63-1), and it is inclusive."""
-    from infra.config import validate_platform_config
-    from tests.hardening.mutations import put
-
     config = stack_config("dev")
     put(config, path, 10**30)
     with pytest.raises(ConfigError) as error:
