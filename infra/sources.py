@@ -13,7 +13,7 @@ from typing import Any
 from components.data_volume import DataVolume
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_operator import GpuOperator
-from components.kueue import Kueue, TeamQueue
+from components.kueue import DefaultQueue, Kueue, TeamQueue
 from components.monitoring.stack import MonitoringStack
 from components.priority_classes import PriorityClasses
 from components.raw_manifests import RawManifests
@@ -42,6 +42,10 @@ def pool_name(pool: GpuNodePoolConfig) -> str:
 
 def team_queue_name(team: TeamConfig) -> str:
     return f"{team.name}-queue"
+
+
+def default_queue_name(team: TeamConfig) -> str:
+    return f"{team.name}-default-queue"
 
 
 def volume_name(team: TeamConfig, volume: TeamVolume) -> str:
@@ -76,6 +80,7 @@ def config_sources(
         components.setdefault((TeamNamespace.__name__, team.name), ("teams", index))
         queue = ("teams", index, "queue")
         components.setdefault((TeamQueue.__name__, team_queue_name(team)), queue)
+        components.setdefault((DefaultQueue.__name__, default_queue_name(team)), ("teams", index))
         for position, volume in enumerate(team.volumes):
             components.setdefault(
                 (DataVolume.__name__, volume_name(team, volume)),

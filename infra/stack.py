@@ -84,6 +84,7 @@ from .sources import (
     MONITORING,
     PRIORITY_CLASSES,
     STORAGE_CLASSES,
+    default_queue_name,
     pool_name,
     team_queue_name,
     volume_name,
@@ -632,7 +633,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         default_queue: DefaultQueue | None = None
         if kueue is not None:
             default_queue = DefaultQueue(
-                f"{team.name}-default-queue",
+                default_queue_name(team),
                 DefaultQueueArgs(team.name, team.namespace_name, team.quota.cpu, team.quota.memory),
                 pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
             )

@@ -25,6 +25,7 @@ def test_resources_map_back_to_their_config_entries(dev_run: MockRun[Any]) -> No
     expected = {
         ("Namespace", "search-serving"): "ai-platform:teams[search-serving]",
         ("ClusterQueue", "team-research"): "ai-platform:teams[research].queue",
+        ("ClusterQueue", "default-research"): "ai-platform:teams[research]",
         ("Job", "llama-eval"): "ai-platform:workloads[llama-eval]",
         ("Deployment", "llm-chat"): "ai-platform:workloads[llm-chat]",
         ("StatefulSet", "llm-chat-redis"): "ai-platform:workloads[llm-chat]",
