@@ -56,6 +56,18 @@ def test_a_single_writer_volume_is_pinned_to_the_chosen_node_with_the_claims_sha
     assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-node-01"]}
 
 
+def test_a_zonal_drivers_volume_follows_the_chosen_nodes_zone():
+    ebs = _class(provisioner="ebs.csi.aws.com")
+    volume = volume_for(_claim(), ebs, {"topology.kubernetes.io/zone": "us-east-1a"})
+    assert volume is not None
+    term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
+    ]
+    unzoned = volume_for(_claim(), ebs, {})
+    assert unzoned is not None and "nodeAffinity" not in unzoned["spec"]
+
+
 def test_shared_volumes_follow_no_node_and_bound_claims_get_nothing():
     shared = volume_for(_claim(modes=["ReadWriteMany"]), _class())
     assert shared is not None and "nodeAffinity" not in shared["spec"]

@@ -30,6 +30,10 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 MANAGED_LABEL = "e2e.aiplatform.io/provisioned"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+NODE_LOCAL_PROVISIONERS = frozenset({"rancher.io/local-path", "openebs.io/local"})
+"""Provisioners whose volumes live on one node's disk: their PVs are pinned to that node. Other
+CSI drivers report the zone as the volume's topology (EBS), or nothing (NFS, EFS)."""
 VOLUME_ROOT = "/var/lib/e2e-volumes"
 POLL_S = 0.5
 GIVE_UP_S = 120.0
@@ -60,9 +64,14 @@ class Kubectl:
         )  # fmt: skip
 
 
-def volume_for(claim: dict[str, Any], storage_class: dict[str, Any]) -> dict[str, Any] | None:
+def volume_for(
+    claim: dict[str, Any],
+    storage_class: dict[str, Any],
+    node_labels: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
     """The PV a CSI driver would create for ``claim``, or None when it is not (yet) one to
-    provision: bound already, no provisioner, or late binding before the scheduler chose."""
+    provision: bound already, no provisioner, or late binding before the scheduler chose.
+    ``node_labels``: the scheduler's chosen node's, for the volume's topology."""
     meta, spec = claim["metadata"], claim.get("spec", {})
     if claim.get("status", {}).get("phase") != "Pending" or spec.get("volumeName"):
         return None
@@ -98,22 +107,22 @@ def volume_for(claim: dict[str, Any], storage_class: dict[str, Any]) -> dict[str
         },
     }
     node = (meta.get("annotations") or {}).get(SELECTED_NODE)
-    if node and volume["spec"]["accessModes"] == ["ReadWriteOnce"]:
-        # A node-local volume, as local-path makes it: pods that mount it go to that node.
-        volume["spec"]["nodeAffinity"] = {
-            "required": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}
-                        ]
-                    }
-                ]
-            }
-        }
+    single_writer = volume["spec"]["accessModes"] == ["ReadWriteOnce"]
+    if node and single_writer:
+        if provisioner in NODE_LOCAL_PROVISIONERS:
+            # A node-local volume, as local-path makes it: pods that mount it go to that node.
+            volume["spec"]["nodeAffinity"] = _affinity(HOSTNAME_LABEL, node)
+        elif (node_labels or {}).get(ZONE_LABEL):
+            # A zonal block volume (EBS): pods that mount it stay in that zone.
+            volume["spec"]["nodeAffinity"] = _affinity(ZONE_LABEL, (node_labels or {})[ZONE_LABEL])
     if storage_class.get("mountOptions"):
         volume["spec"]["mountOptions"] = list(storage_class["mountOptions"])
     return volume
+
+
+def _affinity(key: str, value: str) -> dict[str, Any]:
+    expression = {"key": key, "operator": "In", "values": [value]}
+    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}
 
 
 def released(volume: dict[str, Any]) -> bool:
@@ -127,13 +136,18 @@ def released(volume: dict[str, Any]) -> bool:
 
 def reconcile(kubectl: Kubectl, log: Any = print) -> None:
     classes = {c["metadata"]["name"]: c for c in kubectl.get("storageclasses")["items"]}
+    nodes = {
+        n["metadata"]["name"]: n["metadata"].get("labels", {})
+        for n in kubectl.get("nodes")["items"]
+    }
     volumes = kubectl.get("persistentvolumes")["items"]
     existing = {v["metadata"]["name"] for v in volumes}
     for claim in kubectl.get("persistentvolumeclaims", "--all-namespaces")["items"]:
         storage_class = classes.get(claim.get("spec", {}).get("storageClassName") or "")
         if storage_class is None:
             continue
-        volume = volume_for(claim, storage_class)
+        selected = (claim["metadata"].get("annotations") or {}).get(SELECTED_NODE, "")
+        volume = volume_for(claim, storage_class, nodes.get(selected))
         if volume is None or volume["metadata"]["name"] in existing:
             continue
         meta = claim["metadata"]
