@@ -43,12 +43,13 @@ def validate_platform_config(
     (``partial.py``): one run reports every error, and names the checks it could not run.
     """
     issues = list(found)
+    partial = False
     try:
         config = PlatformConfig.model_validate(dict(raw))
     except ValidationError as exc:
         issues += issues_from_validation_error(exc, PlatformConfig)
-        config = partial_config(PlatformConfig, raw, exc)
-    broken, skipped = cross_field_check(config)
+        config, partial = partial_config(PlatformConfig, raw, exc), True
+    broken, skipped = cross_field_check(config, partial)
     issues += broken
     if issues:
         raise ConfigError(source, name_items(raw, issues), describe_skipped(raw, skipped))

@@ -50,7 +50,9 @@ class Unparsed:
     def __getattr__(self, _: str) -> NoReturn:
         self._raise()
 
-    __iter__ = __len__ = __bool__ = __contains__ = __getitem__ = _raise
+    __iter__ = __len__ = __bool__ = __contains__ = __getitem__ = __str__ = __format__ = _raise
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = _raise
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return f"Unparsed({object.__getattribute__(self, '_unparsed_path')!r})"
@@ -161,8 +163,14 @@ def check_label(rule: Rule) -> str:
     return getattr(rule, "__name__", "a check").replace("_", " ").strip()
 
 
-def run_rules(rules: Sequence[Rule], config: Any) -> tuple[list[ConfigIssue], list[SkippedCheck]]:
-    """Every rule's issues; a rule that read unparsed config contributes none and is listed."""
+def run_rules(
+    rules: Sequence[Rule], config: Any, partial: bool = False
+) -> tuple[list[ConfigIssue], list[SkippedCheck]]:
+    """Every rule's issues; a rule that read unparsed config contributes none and is listed.
+
+    On a ``partial`` config (from :func:`partial_config`) a rule that fails in any other way
+    is listed as not run too: broken input must end in the error list, never a traceback.
+    """
     issues: list[ConfigIssue] = []
     skipped: list[SkippedCheck] = []
     for rule in rules:
@@ -173,6 +181,11 @@ def run_rules(rules: Sequence[Rule], config: Any) -> tuple[list[ConfigIssue], li
             found = list(rule(config))
         except UnparsedInputError as exc:
             notes = [SkippedCheck(label, exc.path, "check")]
+            found = []
+        except Exception:
+            if not partial:
+                raise
+            notes = [SkippedCheck(label, (), "check")]
             found = []
         finally:
             _skips.reset(token)
@@ -258,5 +271,6 @@ def describe_skipped(raw: Mapping[str, Any], skipped: Sequence[SkippedCheck]) ->
             line += f", and those of the entries that refer to it ({', '.join(referrers)})"
         lines.append(line)
     for path, labels in checks.items():
-        lines.append(f"{', '.join(labels)}: not run (reads {named_key_path(raw, path)})")
+        reads = named_key_path(raw, path) if path else "entries with errors"
+        lines.append(f"{', '.join(labels)}: not run (reads {reads})")
     return lines

@@ -1418,9 +1418,12 @@ OTHER_RULES: tuple[Rule, ...] = (
 ALL_RULES: tuple[Rule, ...] = (*RULES, *GPU_RULES, *WORKLOAD_RULES, *OTHER_RULES)
 
 
-def cross_field_check(config: PlatformConfig) -> tuple[list[ConfigIssue], list[SkippedCheck]]:
-    """Every rule's issues, and the checks that did not run because their input did not parse."""
-    return run_rules(ALL_RULES, config)
+def cross_field_check(
+    config: PlatformConfig, partial: bool = False
+) -> tuple[list[ConfigIssue], list[SkippedCheck]]:
+    """Every rule's issues, and the checks that did not run because their input did not parse
+    (``partial``: the config is :func:`partial_config`'s)."""
+    return run_rules(ALL_RULES, config, partial)
 
 
 def cross_field_issues(config: PlatformConfig) -> list[ConfigIssue]:

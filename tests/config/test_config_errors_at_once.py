@@ -174,3 +174,22 @@ def test_misplaced_secrets_come_with_the_other_errors(tmp_path: Path) -> None:
         "ai-platform:teams[search-serving].quota.gpus",
     ]
     assert "--path 'ai-platform:monitoring.alertmanager.receivers[1].url'" in str(caught.value)
+
+
+def test_a_rule_that_fails_on_broken_input_is_listed_not_raised() -> None:
+    """Whatever a rule does with a stand-in for a broken entry (compare it, format it, add to
+    it), the run ends in the error list, never a traceback."""
+    from infra.config.partial import Unparsed, UnparsedInputError, run_rules
+
+    broken = Unparsed(("teams", 0), "research")
+    for use in (lambda: broken == 1, lambda: f"{broken}", lambda: broken + 1, lambda: len(broken)):
+        with pytest.raises(UnparsedInputError):
+            use()
+
+    def divides_by_zero(config: Any) -> list[Any]:
+        return [1 / 0]
+
+    issues, skipped = run_rules([divides_by_zero], object(), partial=True)
+    assert issues == [] and [s.check for s in skipped] == ["divides by zero"]
+    with pytest.raises(ZeroDivisionError):
+        run_rules([divides_by_zero], object())
