@@ -77,6 +77,13 @@ KUEUE_DEFAULT_LOCAL_QUEUE: Final = "default"
 workload of a namespace that names no queue, when the namespace has a LocalQueue of that name."""
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 
+# --- The escape hatch (ai-platform:extraManifests) ------------------------------------------------
+RAW_MANIFESTS_TYPE: Final = "aiplatform:raw:RawManifests"
+"""Component type of the escape hatch: its children are the stack file's extraManifests."""
+ESCAPE_HATCH_EXCEPTION_ANNOTATION: Final = f"{LABEL_PREFIX}/escape-hatch-exception"
+"""On an extraManifests object outside the allow-list: the named exception that admits it (the
+policy pack checks the policy config approves it)."""
+
 # --- Pulumi Kubernetes provider annotations -------------------------------------------------------
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 """The provider waits for Jobs to finish and PVCs to bind unless this is "true"."""

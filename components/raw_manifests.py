@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from .constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION, RAW_MANIFESTS_TYPE
 
 BUILTIN_GROUP_MODULES: dict[str, str] = {
     "": "core",
@@ -36,6 +38,76 @@ BUILTIN_GROUP_MODULES: dict[str, str] = {
 """API groups served by Kubernetes itself → the pulumi-kubernetes module that types them."""
 
 _CUSTOM_RESOURCE_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
+
+CLUSTER_SCOPED_KINDS: frozenset[str] = frozenset(
+    {
+        # Kubernetes 1.33's cluster-scoped kinds, as ``kubectl api-resources --namespaced=false``
+        # lists them (review kinds, which nothing stores, left out) ...
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "ComponentStatus",
+        "admissionregistration.k8s.io/MutatingWebhookConfiguration",
+        "admissionregistration.k8s.io/ValidatingWebhookConfiguration",
+        "admissionregistration.k8s.io/ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io/MutatingAdmissionPolicy",
+        "admissionregistration.k8s.io/MutatingAdmissionPolicyBinding",
+        "apiextensions.k8s.io/CustomResourceDefinition",
+        "apiregistration.k8s.io/APIService",
+        "certificates.k8s.io/CertificateSigningRequest",
+        "certificates.k8s.io/ClusterTrustBundle",
+        "flowcontrol.apiserver.k8s.io/FlowSchema",
+        "flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration",
+        "networking.k8s.io/IngressClass",
+        "networking.k8s.io/IPAddress",
+        "networking.k8s.io/ServiceCIDR",
+        "node.k8s.io/RuntimeClass",
+        "rbac.authorization.k8s.io/ClusterRole",
+        "rbac.authorization.k8s.io/ClusterRoleBinding",
+        "resource.k8s.io/DeviceClass",
+        "resource.k8s.io/ResourceSlice",
+        "scheduling.k8s.io/PriorityClass",
+        "storage.k8s.io/CSIDriver",
+        "storage.k8s.io/CSINode",
+        "storage.k8s.io/StorageClass",
+        "storage.k8s.io/VolumeAttachment",
+        "storage.k8s.io/VolumeAttributesClass",
+        # ... and those of the custom resources the platform installs or relies on.
+        "karpenter.sh/NodePool",
+        "karpenter.sh/NodeClaim",
+        "karpenter.k8s.aws/EC2NodeClass",
+        "kueue.x-k8s.io/ClusterQueue",
+        "kueue.x-k8s.io/ResourceFlavor",
+        "kueue.x-k8s.io/WorkloadPriorityClass",
+        "kueue.x-k8s.io/Cohort",
+        "kueue.x-k8s.io/Topology",
+        "kueue.x-k8s.io/AdmissionCheck",
+        "kueue.x-k8s.io/MultiKueueCluster",
+        "kueue.x-k8s.io/MultiKueueConfig",
+        "kueue.x-k8s.io/ProvisioningRequestConfig",
+        "nvidia.com/ClusterPolicy",
+        "nvidia.com/NVIDIADriver",
+        "nfd.k8s-sigs.io/NodeFeatureRule",
+    }
+)
+"""``Kind`` (core group) or ``group/Kind`` of every kind known to be cluster-scoped."""
+
+
+def group_kind(manifest: Mapping[str, Any]) -> str:
+    """``Kind`` for the core group, ``group/Kind`` otherwise (the keys of the tables here)."""
+    group, _ = split_api_version(str(manifest.get("apiVersion", "")))
+    kind = str(manifest.get("kind", ""))
+    return f"{group}/{kind}" if group else kind
+
+
+def is_cluster_scoped(manifest: Mapping[str, Any]) -> bool:
+    """Known cluster-scoped kinds, and any other kind written without a namespace: a custom
+    resource of an unknown CRD says its scope only by setting one (or not)."""
+    if group_kind(manifest) in CLUSTER_SCOPED_KINDS:
+        return True
+    meta = manifest.get("metadata") or {}
+    return not is_builtin(str(manifest.get("apiVersion", ""))) and not meta.get("namespace")
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -77,6 +149,9 @@ class RawManifestsArgs:
     depends_on: Sequence[pulumi.Resource] = ()
     """What every object waits for (the namespaces it may live in). Children do not inherit a
     component's ``depends_on``, so it is passed to each of them."""
+    exceptions: Mapping[int, str] = field(default_factory=dict)
+    """Position in ``manifests`` → the named exception that admits the object past the
+    allow-list; the object carries its name (``ESCAPE_HATCH_EXCEPTION_ANNOTATION``)."""
 
 
 class RawManifests(pulumi.ComponentResource):
@@ -85,9 +160,10 @@ class RawManifests(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RawManifestsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("aiplatform:raw:RawManifests", name, None, opts)
+        super().__init__(RAW_MANIFESTS_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
-        for manifest in args.manifests:
+        for position, written in enumerate(args.manifests):
+            manifest = _with_exception(written, args.exceptions.get(position))
             api_version, kind = str(manifest["apiVersion"]), str(manifest["kind"])
             meta = manifest.get("metadata") or {}
             parts = [kind.lower(), meta.get("namespace"), meta.get("name")]
@@ -110,3 +186,15 @@ class RawManifests(pulumi.ComponentResource):
                     opts=child,
                 )
         self.register_outputs({"count": len(args.manifests)})
+
+
+def _with_exception(manifest: Mapping[str, Any], exception: str | None) -> Mapping[str, Any]:
+    """The manifest as written, plus the annotation naming its exception, if one admits it."""
+    if exception is None:
+        return manifest
+    meta = dict(manifest.get("metadata") or {})
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        ESCAPE_HATCH_EXCEPTION_ANNOTATION: exception,
+    }
+    return {**manifest, "metadata": meta}

@@ -64,6 +64,7 @@ from components.workloads import (
 
 from .config import PlatformConfig
 from .config.gpu import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig
+from .config.manifests import exception_positions
 from .config.queueing import QuotaAmounts, TeamQueueConfig
 from .config.rules import pool_capacity
 from .config.teams import TeamConfig
@@ -687,6 +688,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             RawManifestsArgs(
                 manifests=config.extra_manifests,
                 depends_on=[t.namespace for t in tenants.values()],
+                exceptions=exception_positions(config),
             ),
             on_cluster,
         )

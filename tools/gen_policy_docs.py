@@ -16,9 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
 OUTPUT = ROOT / "docs" / "policies.md"
+FIXTURES = PACK_DIR / "tests" / "fixtures"
 STACKS = ("dev", "prod")
 
 for _path in (str(ROOT), str(PACK_DIR)):
@@ -137,7 +140,7 @@ def _policy_section(
     ]
     schema = policy.config_schema
     if schema is None or not schema.properties:
-        return [*lines, "", "No configuration."]
+        return [*lines, "", "No configuration.", *_examples(meta)]
     lines += [
         "",
         "| Knob | Type | Default | dev | prod | Description |",
@@ -151,6 +154,28 @@ def _policy_section(
         lines.append(
             f"| `{key}` | {_type(prop)} | {_json(prop.get('default'))} | {' | '.join(overrides)} "
             f"| {_cell(prop.get('description', ''))} |"
+        )
+    return [*lines, *_examples(meta)]
+
+
+def _examples(meta: PolicyMeta) -> list[str]:
+    """The policy's fixtures: what it allows and refuses, with the knobs each case sets, so a
+    policy reads with its cases (each one a test: policies/tests/test_policy_fixtures.py)."""
+    paths = sorted((FIXTURES / meta.name).glob("*.yaml"))
+    if not paths:
+        return []
+    lines = ["", "Cases (`policies/tests/fixtures`):", ""]
+    for path in paths:
+        case = yaml.safe_load(path.read_text(encoding="utf-8"))
+        verdict = "allowed" if path.name.startswith("allowed-") else "refused"
+        expect = case.get("expect") or []
+        said = f", {len(expect)} message{'s' if len(expect) != 1 else ''}" if expect else ""
+        config = case.get("config")
+        knobs = f" With {_json(config)}." if config else ""
+        link = path.relative_to(ROOT).as_posix()
+        description = " ".join(str(case.get("description") or "").split())
+        lines.append(
+            f"- [{path.stem}](../{link}) ({verdict}{said}): {_text(description)}{_text(knobs)}"
         )
     return lines
 

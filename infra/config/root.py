@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import ConfigModel
 from .charts import ChartsConfig
 from .cluster import ClusterConfig
+from .escape_hatch import EscapeHatchConfig
 from .gpu import GpuNodePoolConfig, GpuStackConfig
 from .images import ImagesConfig
 from .monitoring import MonitoringConfig
@@ -46,8 +47,11 @@ class PlatformConfig(ConfigModel):
     monitoring: MonitoringConfig = MonitoringConfig()
     """Metrics, alerts, dashboards and logs. Default: installed, single-binary Loki."""
     extra_manifests: list[dict[str, Any]] = []
-    """Kubernetes objects the platform does not model, applied as written (escape hatch).
-    The policy pack judges them like everything else. Default: none."""
+    """Kubernetes objects the platform does not model, applied as written (escape hatch),
+    within the fence of ``escapeHatch``. The policy pack judges them like everything else.
+    Default: none."""
+    escape_hatch: EscapeHatchConfig = EscapeHatchConfig()
+    """What ``extraManifests`` may apply. Default: namespaced kinds in team namespaces only."""
     charts: ChartsConfig = ChartsConfig()
     """Where the Helm charts come from. Default: their public repositories."""
     images: ImagesConfig = ImagesConfig()

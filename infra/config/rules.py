@@ -33,7 +33,7 @@ from .charts import CHART_RULES
 from .errors import ConfigIssue, entry_ref
 from .gpu import GpuNodePoolConfig
 from .guardrails import GUARDRAIL_RULES
-from .manifests import extra_manifest_issues
+from .manifests import extra_manifest_issues, extra_manifests_stay_in_the_fence
 from .monitoring import MONITORING_RULES
 from .partial import ByName, SkippedCheck, parsed, run_rules
 from .priority import PriorityClassConfig
@@ -1410,6 +1410,7 @@ def extra_manifests_are_registrable(config: PlatformConfig) -> Iterator[ConfigIs
 OTHER_RULES: tuple[Rule, ...] = (
     *MONITORING_RULES,
     extra_manifests_are_registrable,
+    extra_manifests_stay_in_the_fence,
     *CHART_RULES,
     *GUARDRAIL_RULES,
 )

@@ -15,6 +15,7 @@ from pulumi_policy import (
 )
 
 from components.constants import APP_NAME_LABEL, GPU_QUOTA_KEY, TEAM_LABEL
+from components.constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION as EXCEPTION_ANNOTATION
 
 from .kube import (
     as_map,
@@ -235,4 +236,77 @@ team_label_matches_namespace = stack_policy(
     ),
     check=_check_team_match,
     knobs=NO_KNOBS,
+)
+
+
+# --- escape-hatch-exceptions ----------------------------------------------------------------------
+def object_ref(token: Any, props: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` (``group/Kind`` outside the core group; ``Kind name`` when
+    cluster-scoped): how the stack config and this policy's knob name one object."""
+    kind = token.kind if token.group == "core" else f"{token.group}/{token.kind}"
+    namespace = as_str(metadata(props).get("namespace"))
+    return f"{kind} {namespace}/{name_of(props)}" if namespace else f"{kind} {name_of(props)}"
+
+
+def _check_exceptions(
+    args: ResourceValidationArgs, report: ReportViolation, approved: Mapping[str, frozenset[str]]
+) -> None:
+    token = parse_type(args.resource_type)
+    if token is None:
+        return
+    exception = as_str(as_map(metadata(args.props).get("annotations")).get(EXCEPTION_ANNOTATION))
+    if exception is None:
+        return
+    ref = object_ref(token, args.props)
+    if ref not in approved.get(exception, frozenset()):
+        report(
+            f'{ref} is applied under escape-hatch exception "{exception}", which this stack\'s '
+            f'policy config does not approve for it (approvedExceptions["{exception}"])',
+            None,
+        )
+
+
+def _parse_approved(raw: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    value = raw.get("approvedExceptions")
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(name): frozenset(str_list(refs)) for name, refs in value.items()}
+
+
+escape_hatch_exceptions = resource_policy(
+    name="escape-hatch-exceptions",
+    description=(
+        "Objects applied under an escape-hatch exception (outside the allow-list of "
+        "ai-platform:escapeHatch) are approved, one by one, by the stack's policy config."
+    ),
+    category=Category.TENANCY,
+    severity=Severity.HIGH,
+    remediation=(
+        "An extraManifests object that is cluster-scoped (RBAC, webhooks, CRDs) or lives in a "
+        "system or platform namespace needs a named exception in the stack file "
+        "(ai-platform:escapeHatch.exceptions, which annotates it with "
+        f"{EXCEPTION_ANNOTATION}) and, in a stack where this policy is mandatory, the same "
+        "object under that exception in approvedExceptions of policies/config/<stack>.json: "
+        "two reviewed changes. Prefer a namespaced object in a team namespace, which needs "
+        "neither."
+    ),
+    check=_check_exceptions,
+    knobs=Knobs(
+        {
+            "approvedExceptions": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "uniqueItems": True,
+                },
+                "default": {},
+                "description": "Exception name → the objects it may admit, each as "
+                "'<Kind> <namespace>/<name>' ('<group>/<Kind>' outside the core group; "
+                "'<Kind> <name>' when cluster-scoped).",
+            }
+        },
+        _parse_approved,
+    ),
+    kinds=None,
 )

@@ -23,6 +23,15 @@ FLAVOR = {
 
 def test_builtin_kinds_become_typed_resources_and_crds_custom_resources(dev_config):
     dev_config["extraManifests"] = [CONFIG_MAP, FLAVOR]
+    dev_config["escapeHatch"] = {
+        "exceptions": [
+            {
+                "name": "cpu-flavor",
+                "reason": "CPU-only nodes for the ingestion jobs.",
+                "objects": [{"kind": "kueue.x-k8s.io/ResourceFlavor", "name": "cpu-only"}],
+            }
+        ]
+    }
     run = run_stack(dev_config)
     config_map = run.find("ConfigMap", "vendor-settings", "research")
     assert config_map.type == "kubernetes:core/v1:ConfigMap"
@@ -31,6 +40,10 @@ def test_builtin_kinds_become_typed_resources_and_crds_custom_resources(dev_conf
     flavor = run.find("ResourceFlavor", "cpu-only")
     assert flavor.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
     assert flavor.inputs["spec"] == FLAVOR["spec"]
+    # The exception that admits it is written on it; the ConfigMap needs none.
+    annotations = flavor.metadata["annotations"]
+    assert annotations == {"aiplatform.io/escape-hatch-exception": "cpu-flavor"}
+    assert "annotations" not in config_map.metadata
     [provider] = run.by_type("pulumi:providers:kubernetes")
     assert config_map.options["provider"].startswith(provider.urn)
     # Each object waits for the team namespaces it may live in.
