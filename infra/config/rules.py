@@ -311,7 +311,9 @@ def pool_capacity(pool: GpuNodePoolConfig) -> int:
 
 def gang_capacity(pool: GpuNodePoolConfig, units_per_pod: int) -> int:
     """Most pods asking for ``units_per_pod`` each that the pool can run at once: a pod's GPUs
-    come from one node, so each node holds ``units per node // units_per_pod`` of them."""
+    come from one node, so each node holds ``units per node // units_per_pod`` of them. Any gang
+    (pods that start together or not at all) must fit it: a training job's workers, and a Ray
+    cluster's minimum workers when the platform runs Ray."""
     return pool.node_count * (pool_units_per_node(pool) // units_per_pod)
 
 
