@@ -164,6 +164,16 @@ def test_queued_job_is_labelled_and_created_suspended(multi_node):
     assert KUEUE_QUEUE_LABEL not in job["spec"]["template"]["metadata"]["labels"]
 
 
+def test_kueue_owns_a_queued_jobs_suspend_flag(multi_node, single_cpu):
+    """Kueue unsuspends a Job it admits (and suspends it to preempt it): after a refresh,
+    re-applying ``suspend: true`` would stop the run, and ``spec`` being a replace trigger,
+    replace it (make e2e checks a refresh then an up change nothing)."""
+    queued = only(multi_node, "Job").options
+    assert queued["ignoreChanges"] == ["spec.suspend"]
+    assert queued["replaceOnChanges"] == ["spec"] and queued["deleteBeforeReplace"]
+    assert only(single_cpu, "Job").options["ignoreChanges"] == []
+
+
 def test_unqueued_job_starts_at_once(single_cpu):
     job = only(single_cpu, "Job").inputs
     assert KUEUE_QUEUE_LABEL not in job["metadata"]["labels"]
