@@ -35,9 +35,12 @@ from .registry import (
     string_list_schema,
 )
 from .scope import (
+    Component,
+    components,
+    exempt_component,
+    exempt_components_knob,
     in_namespaces,
     namespaces,
-    privileged_namespaces_knob,
     system_namespaces_knob,
 )
 
@@ -436,10 +439,10 @@ def _may_run_on_gpu_nodes(view: PodView, profile: GpuProfile) -> bool:
 
 
 def _check_device_access(
-    args: ResourceValidationArgs, report: ReportViolation, exempt: frozenset[str]
+    args: ResourceValidationArgs, report: ReportViolation, exempt: tuple[Component, ...]
 ) -> None:
     view = pod_view(args.resource_type, args.props)
-    if view is None or in_namespaces(args.props, exempt):
+    if view is None or exempt_component(view, exempt) is not None:
         return
     profile = gpu_profile(view)
     gpu_containers = {
@@ -493,13 +496,14 @@ gpu_no_privileged_device_access = resource_policy(
     remediation=(
         f"Request {GPU_RESOURCE} (or a MIG slice) in resources.limits and drop "
         "securityContext.privileged, hostPath volumes of /dev or /dev/nvidia*, and "
-        "NVIDIA_VISIBLE_DEVICES from containers that request no GPU. Only the GPU operator's "
-        "namespace (exemptNamespaces) may touch devices directly."
+        "NVIDIA_VISIBLE_DEVICES from containers that request no GPU. Only known components "
+        "(exemptComponents: namespace and service account or pod labels) may touch devices "
+        "directly."
     ),
     check=_check_device_access,
     knobs=Knobs(
-        {"exemptNamespaces": privileged_namespaces_knob()},
-        lambda raw: namespaces(raw, "exemptNamespaces"),
+        {"exemptComponents": exempt_components_knob()},
+        lambda raw: components(raw, "exemptComponents"),
     ),
     kinds=WORKLOAD_KINDS,
     level=EnforcementLevel.MANDATORY,

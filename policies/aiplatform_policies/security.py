@@ -11,9 +11,30 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    Severity,
+    StackValidationArgs,
+)
 
-from .kube import as_int, as_map, as_seq, as_str, dig, iter_strings, name_of, parse_type
+from components.constants import TEAM_ADMIN_ROLE, TEAM_VIEWER_ROLE
+
+from .kube import (
+    DEFAULT_NAMESPACE,
+    as_int,
+    as_map,
+    as_seq,
+    as_str,
+    dig,
+    iter_strings,
+    labels_of,
+    metadata,
+    name_of,
+    parse_type,
+)
 from .podspec import POD_TEMPLATE_PATHS, ContainerRef, PodView, pod_view
 from .registry import (
     NO_KNOBS,
@@ -21,14 +42,18 @@ from .registry import (
     Knobs,
     bool_value,
     resource_policy,
+    stack_policy,
     str_list,
     str_map,
     string_list_schema,
 )
 from .scope import (
+    Component,
+    components,
+    exempt_component,
+    exempt_components_knob,
     in_namespaces,
     namespaces,
-    privileged_namespaces_knob,
     system_namespaces_knob,
 )
 
@@ -200,10 +225,10 @@ def _pss(profile: str) -> Any:
     rules = _baseline if profile == "baseline" else _restricted
 
     def check(
-        args: ResourceValidationArgs, report: ReportViolation, exempt: frozenset[str]
+        args: ResourceValidationArgs, report: ReportViolation, exempt: tuple[Component, ...]
     ) -> None:
         view = pod_view(args.resource_type, args.props)
-        if view is None or in_namespaces(args.props, exempt):
+        if view is None or exempt_component(view, exempt) is not None:
             return
         for message in rules(view):
             report(message, None)
@@ -212,8 +237,8 @@ def _pss(profile: str) -> Any:
 
 
 _EXEMPT_KNOBS: Final = Knobs(
-    {"exemptNamespaces": privileged_namespaces_knob()},
-    lambda raw: namespaces(raw, "exemptNamespaces"),
+    {"exemptComponents": exempt_components_knob()},
+    lambda raw: components(raw, "exemptComponents"),
 )
 
 pss_baseline = resource_policy(
@@ -225,7 +250,8 @@ pss_baseline = resource_policy(
         "Remove host namespaces (hostNetwork/hostPID/hostIPC), privileged mode, hostPath "
         "volumes, hostPorts, added capabilities outside the baseline set, custom SELinux "
         "users/roles/types, unmasked /proc, Unconfined seccomp/AppArmor and unsafe sysctls. "
-        "Agents that truly need the host run in an exempt system namespace (exemptNamespaces)."
+        "Agents that truly need the host are known components (exemptComponents: their "
+        "namespace and their service account or pod labels); no namespace is exempt as such."
     ),
     check=_pss("baseline"),
     knobs=_EXEMPT_KNOBS,
@@ -495,9 +521,61 @@ sa_token_automount_disabled = resource_policy(
 
 
 # --- rbac-no-cluster-admin ------------------------------------------------------------------------
+RBAC_GROUP: Final = "rbac.authorization.k8s.io"
+READ_VERBS: Final = frozenset({"get", "list", "watch", "*"})
+POWER_VERBS: Final = frozenset({"bind", "escalate", "impersonate"})
+POWER_RESOURCES: Final = frozenset(
+    {"roles", "clusterroles", "users", "groups", "serviceaccounts", "uids", "userextras", "*"}
+)
+"""What bind, escalate and impersonate act on: a ``*`` verb on these grants them."""
+AGGREGATE_LABEL_PREFIX: Final = f"{RBAC_GROUP}/aggregate-to-"
+_POWER: Final = "verb:"
+EVERYTHING: Final = "every verb on every resource (cluster-admin)"
+SECRETS: Final = "reading Secrets"
+WILDCARD: Final = "every resource of an API group (resources: ['*'])"
+BUILTIN_ADMIN: Final = (
+    "the built-in admin/edit role (Secrets, pods/exec, impersonating service accounts)"
+)
+BUILTIN_EFFECTS: Final[dict[str, frozenset[str]]] = {
+    "cluster-admin": frozenset({EVERYTHING}),
+    "admin": frozenset({BUILTIN_ADMIN}),
+    "edit": frozenset({BUILTIN_ADMIN}),
+}
+"""What the built-in ClusterRoles grant (rbac defaults; ``admin`` and ``edit`` aggregate what is
+labelled into them), for bindings to roles the stack does not define."""
+
+
+def rule_effects(rule: Mapping[str, Any]) -> set[str]:
+    """What one PolicyRule lets its holder do, of what the platform never grants a tenant."""
+    groups = set(iter_strings(rule.get("apiGroups")))
+    resources = {r.split("/")[0] if r != "*" else r for r in iter_strings(rule.get("resources"))}
+    verbs = set(iter_strings(rule.get("verbs")))
+    found: set[str] = set()
+    if "*" in verbs and "*" in resources and "*" in groups:
+        return {EVERYTHING}
+    if "*" in resources:
+        found.add(WILDCARD)
+    powers = set(verbs & POWER_VERBS)
+    if "*" in verbs and resources & POWER_RESOURCES:
+        powers = set(POWER_VERBS)
+    found.update(f"{_POWER}{verb}" for verb in powers)
+    if verbs & READ_VERBS and resources & {"secrets", "*"} and groups & {"", "*"}:
+        found.add(SECRETS)
+    return found
+
+
+def role_effects(props: Mapping[str, Any]) -> set[str]:
+    """The effects of all of a role's rules; the power verbs said once, together."""
+    found = {effect for rule in as_seq(props.get("rules")) for effect in rule_effects(as_map(rule))}
+    powers = sorted(e.removeprefix(_POWER) for e in found if e.startswith(_POWER))
+    found = {e for e in found if not e.startswith(_POWER)}
+    if powers:
+        found.add(f"the {'/'.join(powers)} verb{'s' if len(powers) > 1 else ''}")
+    return found
+
+
 class RbacRules(NamedTuple):
-    privileged_roles: frozenset[str]
-    allowed_bindings: frozenset[str]
+    allowed: frozenset[str]
 
 
 def _subjects(props: Mapping[str, Any]) -> str:
@@ -511,68 +589,149 @@ def _subjects(props: Mapping[str, Any]) -> str:
     return ", ".join(items) or "no subjects"
 
 
-def _check_rbac(args: ResourceValidationArgs, report: ReportViolation, cfg: RbacRules) -> None:
-    token = parse_type(args.resource_type)
-    if token is None:
-        return
-    name = name_of(args.props)
-    namespace = as_str(as_map(args.props.get("metadata")).get("namespace"))
-    key = f"{namespace}/{name}" if namespace else name
-    if key in cfg.allowed_bindings:
-        return
-    if token.kind == "ClusterRole":
-        for index, rule in enumerate(as_seq(args.props.get("rules")), start=1):
-            rule = as_map(rule)
-            if all(
-                "*" in set(iter_strings(rule.get(f))) for f in ("apiGroups", "resources", "verbs")
-            ):
-                report(
-                    f'ClusterRole "{name}" rule {index} grants every verb on every resource '
-                    "(equivalent to cluster-admin)",
-                    None,
+def _team_subjects(resources: list[PolicyResource]) -> dict[tuple[str, str], str]:
+    """``(kind, name)`` of each team's groups and service accounts → the team's namespace, read
+    from the platform's own bindings of the team-admin and team-viewer Roles."""
+    owners: dict[tuple[str, str], str] = {}
+    for resource in resources:
+        token = parse_type(resource.resource_type)
+        if token is None or token.group_kind != f"{RBAC_GROUP}/RoleBinding":
+            continue
+        role = as_map(resource.props.get("roleRef"))
+        namespace = as_str(metadata(resource.props).get("namespace")) or ""
+        if role.get("kind") != "Role" or role.get("name") not in (
+            TEAM_ADMIN_ROLE,
+            TEAM_VIEWER_ROLE,
+        ):
+            continue
+        if name_of(resource.props) != role.get("name"):
+            continue  # the platform names its bindings after the role; others prove nothing
+        for subject in as_seq(resource.props.get("subjects")):
+            subject = as_map(subject)
+            if subject.get("kind") == "Group" and as_str(subject.get("name")):
+                owners.setdefault(("Group", str(subject["name"])), namespace)
+        owners.setdefault(("Namespace", namespace), namespace)
+    return owners
+
+
+def _foreign(
+    props: Mapping[str, Any], namespace: str, owners: Mapping[tuple[str, str], str]
+) -> list[str]:
+    """Subjects of a binding in ``namespace`` that belong to another team."""
+    found = []
+    for subject in as_seq(props.get("subjects")):
+        subject = as_map(subject)
+        kind, name = as_str(subject.get("kind")), as_str(subject.get("name")) or ""
+        home = owners.get(("Group", name)) if kind == "Group" else None
+        if kind == "ServiceAccount":
+            sa_namespace = as_str(subject.get("namespace")) or namespace
+            home = sa_namespace if ("Namespace", sa_namespace) in owners else None
+        if home is not None and home != namespace:
+            found.append(f'{kind} {name} of team namespace "{home}"')
+    return found
+
+
+def _check_rbac(args: StackValidationArgs, report: ReportViolation, cfg: RbacRules) -> None:
+    roles: dict[tuple[str, str], set[str]] = {}
+    objects: list[tuple[PolicyResource, Any]] = []
+    for resource in args.resources:
+        token = parse_type(resource.resource_type)
+        if token is None or token.group != RBAC_GROUP:
+            continue
+        objects.append((resource, token))
+        if token.kind in ("Role", "ClusterRole"):
+            home = as_str(metadata(resource.props).get("namespace")) or ""
+            roles[(token.kind, f"{home}/{name_of(resource.props)}")] = role_effects(resource.props)
+    owners = _team_subjects(args.resources)
+    for resource, token in objects:
+        props = resource.props
+        name = name_of(props)
+        namespace = as_str(metadata(props).get("namespace"))
+        if (f"{namespace}/{name}" if namespace else name) in cfg.allowed:
+            continue
+        if token.kind in ("Role", "ClusterRole"):
+            effects = roles[(token.kind, f"{namespace or ''}/{name}")] - {SECRETS}
+            labels = labels_of(metadata(props))
+            aggregated = sorted(
+                key.removeprefix(AGGREGATE_LABEL_PREFIX)
+                for key, value in labels.items()
+                if key.startswith(AGGREGATE_LABEL_PREFIX) and value == "true"
+            )
+            if aggregated and SECRETS in roles[(token.kind, f"/{name}")]:
+                effects.add(SECRETS)
+            if effects:
+                into = (
+                    f" (aggregated into the built-in {', '.join(aggregated)})" if aggregated else ""
                 )
-        return
-    role_ref = as_map(args.props.get("roleRef"))
-    if role_ref.get("kind") == "ClusterRole" and role_ref.get("name") in cfg.privileged_roles:
-        where = f' in namespace "{namespace}"' if token.kind == "RoleBinding" else ""
-        report(
-            f'{token.kind} "{name}" grants {role_ref.get("name")}{where} to '
-            f"{_subjects(args.props)}",
-            None,
-        )
+                report(
+                    f'{token.kind} "{name}"{into} grants {", ".join(sorted(effects))}',
+                    resource.urn,
+                )
+            continue
+        if token.kind not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ref = as_map(props.get("roleRef"))
+        ref_kind, ref_name = as_str(ref.get("kind")) or "", as_str(ref.get("name")) or ""
+        key = (ref_kind, f"{(namespace or '') if ref_kind == 'Role' else ''}/{ref_name}")
+        if key in roles:
+            # What else the role grants is reported where it is defined.
+            effects = roles[key] & {SECRETS}
+        elif ref_kind == "ClusterRole":
+            effects = set(BUILTIN_EFFECTS.get(ref_name, frozenset()))
+        else:
+            effects = set()
+        if not effects:
+            continue
+        who = f'{token.kind} "{name}" grants {ref_name}'
+        if token.kind == "ClusterRoleBinding":
+            report(
+                f"{who} cluster-wide to {_subjects(props)}: {', '.join(sorted(effects))}",
+                resource.urn,
+            )
+            continue
+        where = f' in namespace "{namespace}"'
+        severe = effects - {SECRETS, BUILTIN_ADMIN}
+        if severe:
+            report(f"{who}{where} to {_subjects(props)}: {', '.join(sorted(severe))}", resource.urn)
+            continue
+        foreign = _foreign(props, namespace or DEFAULT_NAMESPACE, owners)
+        if foreign:
+            report(
+                f"{who}{where} to {', '.join(foreign)}: {', '.join(sorted(effects))} in another "
+                "team's namespace",
+                resource.urn,
+            )
 
 
-rbac_no_cluster_admin = resource_policy(
+rbac_no_cluster_admin = stack_policy(
     name="rbac-no-cluster-admin",
-    description="No binding grants cluster-admin and no ClusterRole grants everything.",
+    description=(
+        "No RBAC object grants cluster-admin's powers, judged by effect: every verb on "
+        "everything, bind/escalate/impersonate, wildcard resources, Secrets cluster-wide, the "
+        "built-in admin/edit roles cluster-wide or in another team's namespace."
+    ),
     category=Category.SECURITY,
     severity=Severity.CRITICAL,
     remediation=(
-        "Bind teams to the namespaced admin/viewer Roles the platform creates. A break-glass "
-        "binding that is reviewed and intended goes in allowedBindings (name, or "
-        "<namespace>/<name> for RoleBindings)."
+        "Bind teams to the namespaced admin/viewer Roles the platform creates. A Role or "
+        "ClusterRole may not grant the bind, escalate or impersonate verbs, every resource of a "
+        "group (resources: ['*']) or everything; a ClusterRole labelled to aggregate into the "
+        "built-in roles may not read Secrets either (every holder of view/edit/admin would). A "
+        "ClusterRoleBinding may not grant a role that reads Secrets, aggregates the built-in "
+        "admin/edit, or worse; a RoleBinding may grant admin/edit only to the namespace's own "
+        "team. A break-glass binding that is reviewed and intended goes in allowedBindings "
+        "(name, or <namespace>/<name> for namespaced objects)."
     ),
     check=_check_rbac,
     knobs=Knobs(
         {
-            "privilegedClusterRoles": string_list_schema(
-                "ClusterRoles no binding may grant.", ("cluster-admin",)
-            ),
             "allowedBindings": string_list_schema(
-                "Reviewed exceptions: binding or ClusterRole names (<namespace>/<name> for "
-                "RoleBindings).",
+                "Reviewed exceptions: names of bindings or roles (<namespace>/<name> for "
+                "namespaced ones).",
                 (),
             ),
         },
-        lambda raw: RbacRules(
-            frozenset(str_list(raw.get("privilegedClusterRoles"))),
-            frozenset(str_list(raw.get("allowedBindings"))),
-        ),
-    ),
-    kinds=(
-        "rbac.authorization.k8s.io/ClusterRoleBinding",
-        "rbac.authorization.k8s.io/RoleBinding",
-        "rbac.authorization.k8s.io/ClusterRole",
+        lambda raw: RbacRules(frozenset(str_list(raw.get("allowedBindings")))),
     ),
     level=EnforcementLevel.MANDATORY,
 )

@@ -1,10 +1,11 @@
-"""Pod Security: every team workload meets the ``restricted`` profile; the exceptions are pinned.
+"""Pod Security: every workload meets the ``restricted`` profile; the exceptions are pinned.
 
 The checks are the policy pack's own pss-baseline and pss-restricted (restricted = both),
-run in-process on the rendered pod templates with no namespace exempt. The only namespaces
-allowed to run non-restricted pods are the documented system namespaces:
-``PRIVILEGED_SYSTEM_NAMESPACES`` plus kube-system. That list must be what the stacks render with
-a non-restricted PSA ``enforce`` label, and what the policy configs exempt.
+run in-process on the rendered pod templates with nothing exempt. The pack exempts no namespace
+as such, only known components (``exemptComponents``: namespace and service account or pod
+labels), and that list is pinned here. In the cluster, Pod Security Admission can only label
+namespaces: the documented system namespaces (``PRIVILEGED_SYSTEM_NAMESPACES``) are the only
+ones rendered with a non-restricted ``enforce`` label.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 from aiplatform_policies import REGISTRY
+from aiplatform_policies.podspec import pod_view
+from aiplatform_policies.scope import EXEMPT_COMPONENTS_DEFAULT, components, exempt_component
 from policy_harness import Fixture, Resource, run
 
 from components.constants import (
@@ -30,7 +33,8 @@ from tools.mockrun import CapturedResource, MockRun
 from tools.netpol import WORKLOAD_KINDS
 
 EXEMPT = frozenset({KUBE_SYSTEM_NAMESPACE, *PRIVILEGED_SYSTEM_NAMESPACES})
-"""The documented exceptions (docs/policies.md, policies/config/*.json)."""
+"""Namespaces Pod Security Admission does not restrict (kube-system is the cluster's own)."""
+HOST_ACCESS_POLICIES = ("pss-baseline", "pss-restricted", "gpu-no-privileged-device-access")
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 
 
@@ -41,7 +45,7 @@ def restricted_violations(resources: list[Resource]) -> list[str]:
         policy="pss",
         allowed=True,
         resources=resources,
-        config={"exemptNamespaces": []},
+        config={"exemptComponents": []},
     )
     return [
         f"{name}: {message}"
@@ -79,10 +83,14 @@ def test_every_team_workload_is_restricted(stack_run: MockRun[Any]) -> None:
         assert not restricted_violations([as_resource(workload)]), workload.name
 
 
-def test_only_system_namespaces_run_unrestricted_pods(stack_run: MockRun[Any]) -> None:
-    """Any pod template outside the exempt list must be restricted, team or not."""
+def test_only_known_components_run_unrestricted_pods(stack_run: MockRun[Any]) -> None:
+    """Any pod template that is not a known component must be restricted, in whatever
+    namespace: a platform namespace exempts nothing by itself."""
+    known = components({"exemptComponents": list(EXEMPT_COMPONENTS_DEFAULT)}, "exemptComponents")
     for workload in pod_templates(stack_run):
-        if workload.metadata.get("namespace") not in EXEMPT:
+        view = pod_view(workload.type, workload.inputs)
+        assert view is not None
+        if exempt_component(view, known) is None:
             assert not restricted_violations([as_resource(workload)]), workload.name
 
 
@@ -99,17 +107,30 @@ def test_non_restricted_namespaces_are_exactly_the_documented_ones(
 
 
 @pytest.mark.parametrize("config", sorted(CONFIG_DIR.glob("*.json")), ids=lambda p: p.name)
-def test_policy_configs_exempt_exactly_the_documented_namespaces(config: Path) -> None:
-    """The pack's effective exemptNamespaces (file or schema default) are the same list."""
+def test_policy_configs_exempt_exactly_the_known_components(config: Path) -> None:
+    """The pack's effective exemptComponents (file or schema default) are the pinned list, and
+    no namespace-wide exemption is left in any of the host-access policies."""
     effective = pd.reconcile_policy_config(pack_info(), pd.load_policy_pack_config(config), config)
-    for name in ("pss-baseline", "pss-restricted"):
-        assert frozenset(effective[name].properties["exemptNamespaces"]) == EXEMPT, name
+    for name in HOST_ACCESS_POLICIES:
+        properties = effective[name].properties
+        assert properties["exemptComponents"] == list(EXEMPT_COMPONENTS_DEFAULT), name
+        assert "exemptNamespaces" not in properties, name
 
 
 def test_the_exception_list_is_pinned() -> None:
-    """Growing it is a security decision: change this test and docs/policies.md with it."""
-    assert sorted(EXEMPT) == ["gpu-operator", "kube-system", "logging", "monitoring"]
-    assert "exemptNamespaces" in json.dumps(pack_info().policy("pss-restricted").config_schema)
+    """Growing it is a security decision: change this test and docs/security.md with it."""
+    assert [(c["name"], c["namespace"]) for c in EXEMPT_COMPONENTS_DEFAULT] == [
+        ("node-exporter", "monitoring"),
+        ("fluent-bit", "logging"),
+        ("gpu-operator", "gpu-operator"),
+    ]
+    assert all("serviceAccount" in c or "labels" in c for c in EXEMPT_COMPONENTS_DEFAULT)
+
+
+def test_a_namespace_alone_exempts_nothing() -> None:
+    """An entry that names only a namespace is dropped: it would exempt every pod there."""
+    assert components({"exemptComponents": [{"name": "x", "namespace": "monitoring"}]}, "e") == ()
+    assert components({"e": [{"name": "x", "namespace": "monitoring"}]}, "e") == ()
 
 
 # --- the checker itself ---------------------------------------------------------------------------
