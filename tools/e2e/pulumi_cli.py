@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .build import PROJECT_ROOT
+from .build import KUBERNETES_PROVIDER_VERSION, PROJECT_ROOT, RANDOM_PROVIDER_VERSION
 
 PASSPHRASE = "ai-platform-e2e"
 """The e2e stacks' secrets provider passphrase: the stacks hold only test values."""
 DEFAULT_TIMEOUT_S = 900.0
 STOP_GRACE_S = 20.0
+PROVIDERS = {"kubernetes": KUBERNETES_PROVIDER_VERSION, "random": RANDOM_PROVIDER_VERSION}
+"""The resource plugins the platform's SDKs ask for, at the versions the e2e builds."""
 ORGANIZATION = "organization"
 """A file backend's organization: what a fully-qualified StackReference names."""
 
@@ -59,6 +61,28 @@ class PulumiCli:
     def backend(self) -> Path:
         return self.work_dir / "state"
 
+    @property
+    def path_dir(self) -> Path:
+        """What the CLI finds on PATH: itself only. It finds our language host beside its own
+        executable, as it finds its bundled ones, and the providers in its plugin cache at the
+        exact versions the SDKs ask for (as a user's machine has them), never ambiently."""
+        return self.work_dir / "path"
+
+    def install_plugins(self) -> list[str]:
+        """Link the CLI onto PATH and install the providers into this run's plugin cache."""
+        self.path_dir.mkdir(parents=True, exist_ok=True)
+        link = self.path_dir / "pulumi"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(self.bin_dir / "pulumi")
+        installed = []
+        for name, version in PROVIDERS.items():
+            binary = self.bin_dir / f"pulumi-resource-{name}"
+            self.run(["plugin", "install", "resource", name, version, "--file", str(binary)],
+                     cwd=self.work_dir)  # fmt: skip
+            installed.append(f"{name} {version}")
+        return installed
+
     def env(self) -> dict[str, str]:
         venv_bin = PROJECT_ROOT / ".venv" / "bin"
         env = {
@@ -68,7 +92,7 @@ class PulumiCli:
             if not key.startswith("PULUMI_") and key != "KUBECONFIG"
         }
         env.update(
-            PATH=os.pathsep.join([str(self.bin_dir), str(venv_bin), env.get("PATH", "")]),
+            PATH=os.pathsep.join([str(self.path_dir), str(venv_bin), env.get("PATH", "")]),
             PULUMI_HOME=str(self.work_dir / "pulumi-home"),
             PULUMI_BACKEND_URL=self.backend.as_uri(),
             PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,

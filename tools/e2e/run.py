@@ -31,6 +31,7 @@ from . import kueue
 from .charts import assemble_mirror
 from .cluster import LocalCluster, Terminated, shared_dir
 from .compare import compare
+from .guardrails import check_guardrails
 from .pulumi_cli import ORGANIZATION, CliError, PulumiCli
 from .readback import check_objects, check_workloads
 from .report import Report, StepFailedError, fail
@@ -157,6 +158,7 @@ class E2E:
                 if self.step("pulumi up", self.up):
                     self.step("objects read back as declared", self.read_back)
                     self.step("workloads admitted and placed", self.workloads)
+                    self.step("tenant guardrails refuse a team admin", self.guardrails)
                     self.step("second pulumi up changes nothing", self.second_up)
                     self.step("pulumi refresh finds no drift", self.refresh)
                     self.step("team consumer through a StackReference", self.team_consumer)
@@ -204,7 +206,8 @@ class E2E:
         return json.loads(path.read_text(encoding="utf-8"))
 
     def init_stack(self, detail: list[str]) -> None:
-        assert self.e2e_stack is not None
+        assert self.e2e_stack is not None and self.cli is not None
+        detail += [f"plugin installed: {p}" for p in self.cli.install_plugins()]
         self.pulumi("stack", "init", self.stack, "--secrets-provider", "passphrase")
         for change in self.e2e_stack.secrets:
             self.pulumi("config", "set", "--secret", "--path", change.key, str(change.value))
@@ -267,6 +270,15 @@ class E2E:
     def workloads(self, detail: list[str]) -> None:
         assert self.cluster is not None
         problems, facts = check_workloads(self.cluster, self.offline_report)
+        detail += facts
+        if problems:
+            fail("\n".join(problems))
+
+    def guardrails(self, detail: list[str]) -> None:
+        """As a member of each team's admin group (``--as``), what the admission policies forbid
+        is refused with their message and what they allow passes (server-side dry runs)."""
+        assert self.cluster is not None
+        problems, facts = check_guardrails(self.cluster, self.offline_report)
         detail += facts
         if problems:
             fail("\n".join(problems))
