@@ -33,6 +33,9 @@ TENANT_PRIORITY_CLASSES_ANNOTATION: Final = f"{LABEL_PREFIX}/priority-classes"
 """On a team Namespace: the PriorityClasses its pods may use, comma-separated."""
 TENANT_NODE_POOLS_ANNOTATION: Final = f"{LABEL_PREFIX}/node-pools"
 """On a team Namespace: the GPU node pools its pods may select, comma-separated."""
+TENANT_REACHABLE_FROM_ANNOTATION: Final = f"{LABEL_PREFIX}/reachable-from"
+"""On a team Namespace: the namespaces of the teams whose pods may connect to its pods,
+comma-separated (``teams[].reachableFrom``); absent: none."""
 
 # --- Kubernetes recommended labels ----------------------------------------------------------------
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"

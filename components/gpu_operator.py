@@ -43,6 +43,7 @@ from .constants import (
 )
 from .gpu_node_pool import GpuSharing, device_plugin_config_yaml
 from .labels import platform_labels
+from .network_policies import SystemNetwork, create_policies, gpu_operator_policies
 
 _CONTROL_PLANE_TOLERATIONS: tuple[dict[str, str], ...] = (
     {
@@ -135,6 +136,8 @@ class GpuOperatorArgs:
     """Helm waits this long for the operator; driver builds happen later, in its daemonsets."""
     retain_on_delete: bool = False
     """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
+    network: SystemNetwork | None = None
+    """NetworkPolicies for the namespace (``network_policies.gpu_operator_policies``)."""
 
 
 def _dedupe(items: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -207,6 +210,9 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         inner = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        if args.network is not None:
+            policies = gpu_operator_policies(args.namespace, args.network, args.dcgm_exporter)
+            create_policies(name, policies, inner)
         entries = {DEVICE_PLUGIN_DEFAULT_CONFIG: GpuSharing().device_plugin_config()}
         entries.update({pool: dict(config) for pool, config in args.device_plugin_configs.items()})
         config_map = k8s.core.v1.ConfigMap(

@@ -44,6 +44,7 @@ from .constants import (
     TENANT_GPU_QUEUE_ANNOTATION,
     TENANT_NODE_POOLS_ANNOTATION,
     TENANT_PRIORITY_CLASSES_ANNOTATION,
+    TENANT_REACHABLE_FROM_ANNOTATION,
 )
 from .labels import platform_labels
 
@@ -63,6 +64,9 @@ class TenantLimits:
     """Node pools its pods may select: the pools of the team's queue."""
     gpu_queue: str | None = None
     """The LocalQueue GPU workloads must name; None: the team has no GPU queue."""
+    reachable_from: Sequence[str] = ()
+    """Namespaces of the teams whose pods may connect to this one's (the policy pack's
+    networkpolicy-team-isolation reads it; no admission policy does)."""
 
     def annotations(self) -> dict[str, str]:
         found = {
@@ -71,6 +75,8 @@ class TenantLimits:
         }
         if self.gpu_queue is not None:
             found[TENANT_GPU_QUEUE_ANNOTATION] = self.gpu_queue
+        if self.reachable_from:
+            found[TENANT_REACHABLE_FROM_ANNOTATION] = ",".join(self.reachable_from)
         return found
 
 

@@ -52,6 +52,7 @@ from .constants import (
     TEAM_LOCAL_QUEUE_NAME,
 )
 from .labels import platform_labels, team_labels
+from .network_policies import SystemNetwork, create_policies, kueue_policies
 from .scheduling_contract import SchedulingContract
 
 COMPUTE_RESOURCES: tuple[str, str] = ("cpu", "memory")
@@ -180,6 +181,8 @@ class KueueArgs:
     timeout_seconds: int = 300
     retain_on_delete: bool = False
     """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
+    network: SystemNetwork | None = None
+    """NetworkPolicies for the namespace (``network_policies.kueue_policies``); None: none."""
 
 
 KUEUE_IMAGE_TAG = f"v{KUEUE_CHART_VERSION}"
@@ -259,6 +262,12 @@ class Kueue(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
+        if args.network is not None:
+            create_policies(
+                name,
+                kueue_policies(args.namespace, args.network),
+                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
+            )
         release = k8s.helm.v3.Release(
             f"{name}-release",
             name=KUEUE_RELEASE,

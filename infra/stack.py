@@ -41,6 +41,7 @@ from components.kueue import (
     WorkloadPrioritySpec,
 )
 from components.monitoring.stack import MonitoringStack
+from components.network_policies import SystemNetwork
 from components.priority_classes import PriorityClasses, PriorityClassesArgs, PriorityClassSpec
 from components.raw_manifests import RawManifests, RawManifestsArgs
 from components.scheduling_contract import SchedulingContract, Taint
@@ -105,17 +106,19 @@ def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
 
 
 def tenant_limits(team: TeamConfig, config: PlatformConfig) -> TenantLimits:
-    """What the in-cluster guardrails let a team use: its priority classes, and with Kueue the
-    pools of its queue and that queue (without Kueue, any pool and no queue to name)."""
+    """What a team namespace allows: its priority classes, with Kueue the pools of its queue and
+    that queue (without Kueue, any pool and no queue to name), and the teams that may reach it."""
     classes = team.priority_classes
     if classes is None:
         classes = [pc.name for pc in config.priority_classes]
+    namespaces = {other.name: other.namespace_name for other in config.teams}
+    callers = [namespaces[name] for name in team.reachable_from]
     if not config.queueing.enabled:
-        return TenantLimits(classes, [pool.name for pool in config.node_pools])
+        return TenantLimits(classes, [pool.name for pool in config.node_pools], None, callers)
     if team.queue is None:
-        return TenantLimits(classes)
+        return TenantLimits(classes, (), None, callers)
     pools = list(dict.fromkeys(entry.pool for entry in team.queue.pools))
-    return TenantLimits(classes, pools, TEAM_LOCAL_QUEUE_NAME)
+    return TenantLimits(classes, pools, TEAM_LOCAL_QUEUE_NAME, callers)
 
 
 def _team_args(team: TeamConfig, config: PlatformConfig) -> TeamNamespaceArgs:
@@ -256,6 +259,17 @@ def _gpu_operator_args(config: PlatformConfig, pools: list[GpuNodePool]) -> GpuO
         chart_source=config.charts.chart_source,
         registry_mirror=config.images.registry_mirror,
         retain_on_delete=config.cluster.protects_data,
+        network=system_network(config),
+    )
+
+
+def system_network(config: PlatformConfig) -> SystemNetwork:
+    """What the platform namespaces' NetworkPolicies need: the API server's addresses (the
+    monitoring network settings say where it is) and where Prometheus runs, if anywhere."""
+    monitoring = config.monitoring
+    return SystemNetwork(
+        api_server_cidrs=tuple(monitoring.network.api_server_cidrs),
+        prometheus_namespace=monitoring.namespace if monitoring.enabled else None,
     )
 
 
@@ -614,6 +628,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 chart_source=config.charts.chart_source,
                 registry_mirror=config.images.registry_mirror,
                 retain_on_delete=protect,
+                network=system_network(config),
             ),
             on_cluster,
         )

@@ -25,23 +25,28 @@ Team namespaces are default-deny themselves: scraping a team pod also needs an i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from components.constants import (
-    DNS_PORT,
     KUBE_DNS_LABEL,
     KUBE_DNS_LABEL_VALUE,
     KUBE_SYSTEM_NAMESPACE,
     NAMESPACE_NAME_LABEL,
     TEAM_LABEL,
 )
+from components.network_policies import (
+    ALLOW_API_SERVER,
+    PolicySpec,
+    api_server_egress,
+    baseline,
+    cidrs,
+    namespace_selector,
+    ports,
+)
 
 from .constants import (
     ALERTMANAGER_MESH_PORT,
     ALERTMANAGER_PORT,
-    API_SERVER_PORTS,
     COMPONENT_ALERTMANAGER,
     COMPONENT_FLUENT_BIT,
     COMPONENT_GRAFANA,
@@ -75,76 +80,21 @@ from .constants import (
 from .spec import MonitoringStackArgs
 from .values import object_storage_port
 
-DEFAULT_DENY = "default-deny-all"
-ALLOW_DNS = "allow-dns-egress"
-ALLOW_API_SERVER = "allow-apiserver-egress"
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """One NetworkPolicy: its name, namespace and ``spec``."""
-
-    name: str
-    namespace: str
-    spec: dict[str, Any]
-
 
 def _pods(component: str) -> dict[str, Any]:
     return {"matchLabels": {MONITORING_COMPONENT_LABEL: component}}
-
-
-def _namespace(name: str) -> dict[str, Any]:
-    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
 
 
 def _peer(component: str, namespace: str | None = None) -> dict[str, Any]:
     """Pods of a component; in another namespace when ``namespace`` is given."""
     peer: dict[str, Any] = {"podSelector": _pods(component)}
     if namespace is not None:
-        peer["namespaceSelector"] = _namespace(namespace)
+        peer["namespaceSelector"] = namespace_selector(namespace)
     return peer
 
 
-def _ports(ports: Iterable[int | str], protocol: str = "TCP") -> list[dict[str, Any]]:
-    return [{"protocol": protocol, "port": port} for port in ports]
-
-
-def _cidrs(cidrs: Sequence[str]) -> list[dict[str, Any]]:
-    return [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
-
-
-def _baseline(namespace: str) -> list[PolicySpec]:
-    """Default deny both ways, and DNS to kube-dns, for every pod of the namespace."""
-    return [
-        PolicySpec(
-            DEFAULT_DENY, namespace, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
-        ),
-        PolicySpec(
-            ALLOW_DNS,
-            namespace,
-            {
-                "podSelector": {},
-                "policyTypes": ["Egress"],
-                "egress": [
-                    {
-                        "to": [
-                            {
-                                "namespaceSelector": _namespace(KUBE_SYSTEM_NAMESPACE),
-                                "podSelector": {
-                                    "matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}
-                                },
-                            }
-                        ],
-                        "ports": _ports([DNS_PORT], "UDP") + _ports([DNS_PORT]),
-                    }
-                ],
-            },
-        ),
-    ]
-
-
 def _api_server(args: MonitoringStackArgs) -> dict[str, Any]:
-    return {"to": _cidrs(args.network.api_server_cidrs), "ports": _ports(API_SERVER_PORTS)}
+    return api_server_egress(args.network.api_server_cidrs)
 
 
 def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
@@ -167,22 +117,22 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                     }
                 }
             ],
-            "ports": _ports([INFERENCE_METRICS_PORT_NAME, *network.team_metrics_ports]),
+            "ports": ports([INFERENCE_METRICS_PORT_NAME, *network.team_metrics_ports]),
         },
         {
             "to": [
                 {
-                    "namespaceSelector": _namespace(KUBE_SYSTEM_NAMESPACE),
+                    "namespaceSelector": namespace_selector(KUBE_SYSTEM_NAMESPACE),
                     "podSelector": {"matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}},
                 }
             ],
-            "ports": _ports([COREDNS_METRICS_PORT]),
+            "ports": ports([COREDNS_METRICS_PORT]),
         },
         {
             # This namespace's own targets: exporters, Alertmanager, Grafana, the operator and
             # the Prometheus replicas themselves (and their config reloaders).
             "to": [{"podSelector": {}}],
-            "ports": _ports(
+            "ports": ports(
                 sorted(
                     {
                         PROMETHEUS_PORT,
@@ -199,8 +149,8 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
         },
         {
             # kubelet/cAdvisor and the hostNetwork node-exporter are node addresses.
-            "to": _cidrs(network.node_cidrs),
-            "ports": _ports([KUBELET_PORT, NODE_EXPORTER_PORT]),
+            "to": cidrs(network.node_cidrs),
+            "ports": ports([KUBELET_PORT, NODE_EXPORTER_PORT]),
         },
     ]
     if scrape.dcgm:
@@ -208,11 +158,11 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
             {
                 "to": [
                     {
-                        "namespaceSelector": _namespace(scrape.dcgm_namespace),
+                        "namespaceSelector": namespace_selector(scrape.dcgm_namespace),
                         "podSelector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
                     }
                 ],
-                "ports": _ports([DCGM_EXPORTER_PORT]),
+                "ports": ports([DCGM_EXPORTER_PORT]),
             }
         )
     if scrape.kueue:
@@ -220,28 +170,28 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
             {
                 "to": [
                     {
-                        "namespaceSelector": _namespace(scrape.kueue_namespace),
+                        "namespaceSelector": namespace_selector(scrape.kueue_namespace),
                         "podSelector": {"matchLabels": dict(KUEUE_POD_LABELS)},
                     }
                 ],
-                "ports": _ports([KUEUE_METRICS_PORT]),
+                "ports": ports([KUEUE_METRICS_PORT]),
             }
         )
     alertmanager_rules: list[dict[str, Any]] = [
         {
             "to": [alertmanager],
-            "ports": _ports([ALERTMANAGER_MESH_PORT]) + _ports([ALERTMANAGER_MESH_PORT], "UDP"),
+            "ports": ports([ALERTMANAGER_MESH_PORT]) + ports([ALERTMANAGER_MESH_PORT], "UDP"),
         },
     ]
     if args.alertmanager.receivers:
         alertmanager_rules.append(
             {
-                "to": _cidrs(args.alertmanager.egress_cidrs),
-                "ports": _ports(args.alertmanager.egress_ports),
+                "to": cidrs(args.alertmanager.egress_cidrs),
+                "ports": ports(args.alertmanager.egress_ports),
             }
         )
     access: list[dict[str, Any]] = [
-        {"from": [prometheus], "ports": _ports([GRAFANA_PORT])},
+        {"from": [prometheus], "ports": ports([GRAFANA_PORT])},
     ]
     if args.grafana.access_from_namespaces:
         access.append(
@@ -259,11 +209,11 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                         }
                     }
                 ],
-                "ports": _ports([GRAFANA_PORT]),
+                "ports": ports([GRAFANA_PORT]),
             }
         )
     return [
-        *_baseline(ns),
+        *baseline(ns),
         PolicySpec(
             ALLOW_API_SERVER,
             ns,
@@ -276,8 +226,8 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "podSelector": _pods(COMPONENT_PROMETHEUS),
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [
-                    {"from": [grafana, prometheus], "ports": _ports([PROMETHEUS_PORT])},
-                    {"from": [prometheus], "ports": _ports([CONFIG_RELOADER_PORT])},
+                    {"from": [grafana, prometheus], "ports": ports([PROMETHEUS_PORT])},
+                    {"from": [prometheus], "ports": ports([CONFIG_RELOADER_PORT])},
                 ],
                 "egress": targets,
             },
@@ -291,13 +241,13 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "ingress": [
                     {
                         "from": [prometheus],
-                        "ports": _ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
+                        "ports": ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
                     },
-                    {"from": [grafana], "ports": _ports([ALERTMANAGER_PORT])},
+                    {"from": [grafana], "ports": ports([ALERTMANAGER_PORT])},
                     {
                         "from": [alertmanager],
-                        "ports": _ports([ALERTMANAGER_MESH_PORT])
-                        + _ports([ALERTMANAGER_MESH_PORT], "UDP"),
+                        "ports": ports([ALERTMANAGER_MESH_PORT])
+                        + ports([ALERTMANAGER_MESH_PORT], "UDP"),
                     },
                 ],
                 "egress": alertmanager_rules,
@@ -311,11 +261,11 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": access,
                 "egress": [
-                    {"to": [prometheus], "ports": _ports([PROMETHEUS_PORT])},
-                    {"to": [alertmanager], "ports": _ports([ALERTMANAGER_PORT])},
+                    {"to": [prometheus], "ports": ports([PROMETHEUS_PORT])},
+                    {"to": [alertmanager], "ports": ports([ALERTMANAGER_PORT])},
                     {
                         "to": [_peer(COMPONENT_LOKI_GATEWAY, logging)],
-                        "ports": _ports([LOKI_GATEWAY_PORT]),
+                        "ports": ports([LOKI_GATEWAY_PORT]),
                     },
                 ],
             },
@@ -327,7 +277,7 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "podSelector": _pods(COMPONENT_KUBE_STATE_METRICS),
                 "policyTypes": ["Ingress"],
                 "ingress": [
-                    {"from": [prometheus], "ports": _ports([KSM_HTTP_PORT, KSM_TELEMETRY_PORT])}
+                    {"from": [prometheus], "ports": ports([KSM_HTTP_PORT, KSM_TELEMETRY_PORT])}
                 ],
             },
         ),
@@ -337,7 +287,7 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
             {
                 "podSelector": _pods(COMPONENT_NODE_EXPORTER),
                 "policyTypes": ["Ingress"],
-                "ingress": [{"from": [prometheus], "ports": _ports([NODE_EXPORTER_PORT])}],
+                "ingress": [{"from": [prometheus], "ports": ports([NODE_EXPORTER_PORT])}],
             },
         ),
         PolicySpec(
@@ -348,8 +298,8 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "policyTypes": ["Ingress"],
                 "ingress": [
                     # The API server calls the operator's admission webhook.
-                    {"from": _cidrs(network.api_server_cidrs), "ports": _ports([OPERATOR_PORT])},
-                    {"from": [prometheus], "ports": _ports([OPERATOR_PORT])},
+                    {"from": cidrs(network.api_server_cidrs), "ports": ports([OPERATOR_PORT])},
+                    {"from": [prometheus], "ports": ports([OPERATOR_PORT])},
                 ],
             },
         ),
@@ -362,20 +312,20 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
     loki = _peer(COMPONENT_LOKI)
     gateway = _peer(COMPONENT_LOKI_GATEWAY)
     fluent_bit = _peer(COMPONENT_FLUENT_BIT)
-    loki_ports = _ports([LOKI_HTTP_PORT, LOKI_GRPC_PORT, LOKI_MEMBERLIST_PORT])
+    loki_ports = ports([LOKI_HTTP_PORT, LOKI_GRPC_PORT, LOKI_MEMBERLIST_PORT])
     if args.loki.mode == "scalable":
-        loki_ports += _ports([LOKI_MEMCACHED_PORT])
+        loki_ports += ports([LOKI_MEMCACHED_PORT])
     loki_egress: list[dict[str, Any]] = [{"to": [loki], "ports": loki_ports}]
     storage = args.loki.object_storage
     if args.loki.mode == "scalable" and storage is not None:
         loki_egress.append(
             {
-                "to": _cidrs(args.network.object_storage_cidrs),
-                "ports": _ports([object_storage_port(storage.endpoint)]),
+                "to": cidrs(args.network.object_storage_cidrs),
+                "ports": ports([object_storage_port(storage.endpoint)]),
             }
         )
     return [
-        *_baseline(ns),
+        *baseline(ns),
         PolicySpec(
             "fluent-bit",
             ns,
@@ -385,7 +335,7 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 # list would mean the same, and the provider drops it.)
                 "policyTypes": ["Ingress", "Egress"],
                 "egress": [
-                    {"to": [gateway], "ports": _ports([LOKI_GATEWAY_PORT])},
+                    {"to": [gateway], "ports": ports([LOKI_GATEWAY_PORT])},
                     # The kubernetes filter reads pod metadata from the API server.
                     _api_server(args),
                 ],
@@ -400,10 +350,10 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "ingress": [
                     {
                         "from": [fluent_bit, _peer(COMPONENT_GRAFANA, args.monitoring_namespace)],
-                        "ports": _ports([LOKI_GATEWAY_PORT]),
+                        "ports": ports([LOKI_GATEWAY_PORT]),
                     }
                 ],
-                "egress": [{"to": [loki], "ports": _ports([LOKI_HTTP_PORT])}],
+                "egress": [{"to": [loki], "ports": ports([LOKI_HTTP_PORT])}],
             },
         ),
         PolicySpec(
@@ -413,7 +363,7 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "podSelector": _pods(COMPONENT_LOKI),
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [
-                    {"from": [gateway], "ports": _ports([LOKI_HTTP_PORT])},
+                    {"from": [gateway], "ports": ports([LOKI_HTTP_PORT])},
                     {"from": [loki], "ports": loki_ports},
                 ],
                 "egress": loki_egress,

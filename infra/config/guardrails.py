@@ -89,8 +89,41 @@ def default_queue_flavor_is_reserved(config: GuardedPlatform) -> Iterator[Config
             )
 
 
+def team_pairs_are_declared(config: GuardedPlatform) -> Iterator[ConfigIssue]:
+    """``reachableFrom`` names other teams; a service opened to another team's namespace needs
+    that team in its own team's ``reachableFrom`` (the pack refuses undeclared pairs)."""
+    teams = ByName(config.teams, lambda team: team.name)
+    owners = {team.namespace_name: team.name for _, team in parsed(config.teams)}
+    for index, team in parsed(config.teams):
+        for position, name in enumerate(team.reachable_from):
+            if name == team.name:
+                yield ConfigIssue(
+                    ("teams", index, "reachableFrom", position), "a team always reaches itself"
+                )
+            elif name not in teams:
+                yield ConfigIssue(
+                    ("teams", index, "reachableFrom", position),
+                    f"unknown team {name!r}; defined: {', '.join(teams.names())}",
+                )
+    for index, workload in parsed(config.workloads):
+        found = teams.get(workload.team)
+        if workload.kind != "inference" or found is None:
+            continue
+        team = found[1]
+        allowed = workload.inference_settings.allow_from_namespaces
+        for position, namespace in enumerate(allowed):
+            caller = owners.get(namespace)
+            if caller is not None and caller != team.name and caller not in team.reachable_from:
+                yield ConfigIssue(
+                    ("workloads", index, "inference", "allowFromNamespaces", position),
+                    f"namespace {namespace!r} belongs to team {caller!r}, which may reach team "
+                    f"{team.name!r} only if its reachableFrom lists {caller!r}",
+                )
+
+
 GUARDRAIL_RULES = (
     guardrails_need_kubernetes_1_30,
     gpu_workloads_are_queued,
     default_queue_flavor_is_reserved,
+    team_pairs_are_declared,
 )

@@ -105,6 +105,9 @@ class TeamConfig(ConfigModel):
     """Extra labels for the namespace (cost centre, owner)."""
     volumes: list[TeamVolume] = []
     """Shared PVCs created in the namespace. Protected in prod."""
+    reachable_from: list[DnsLabel] = []
+    """Teams whose pods may connect to this team's pods: only then may either team's
+    NetworkPolicies allow it. Default: none, teams are isolated from each other."""
     queue: TeamQueueConfig | None = None
     """Kueue quotas per GPU pool. Omit: the team queues nothing (its jobs are not admitted by
     Kueue and only the namespace quota applies)."""

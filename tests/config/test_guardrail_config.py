@@ -52,3 +52,24 @@ def test_no_pool_may_take_the_default_queue_flavor(dev_config):
         e.startswith("ai-platform:nodePools[no-gpu].name: 'no-gpu' is reserved")
         for e in _errors(dev_config)
     )
+
+
+def test_reachable_from_names_other_teams(dev_config):
+    dev_config["teams"][1]["reachableFrom"] = ["research", "search-serving", "nobody"]
+    assert _errors(dev_config) == [
+        "ai-platform:teams[search-serving].reachableFrom[1]: a team always reaches itself",
+        "ai-platform:teams[search-serving].reachableFrom[2]: unknown team 'nobody'; defined: "
+        "platform, research, search-serving",
+    ]
+
+
+def test_a_service_opened_to_another_team_needs_the_pair(dev_config):
+    chat = dev_config["workloads"][2]
+    chat["inference"]["allowFromNamespaces"] = ["ingress-nginx", "research"]
+    assert _errors(dev_config) == [
+        "ai-platform:workloads[llm-chat].inference.allowFromNamespaces[1]: namespace 'research' "
+        "belongs to team 'research', which may reach team 'search-serving' only if its "
+        "reachableFrom lists 'research'"
+    ]
+    dev_config["teams"][1]["reachableFrom"] = ["research"]
+    validate_platform_config(dev_config, "Pulumi.dev.yaml")

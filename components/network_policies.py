@@ -1,0 +1,208 @@
+"""NetworkPolicies of the platform's own namespaces: the pieces every one of them shares, and the
+policies of the Kueue and GPU operator namespaces (monitoring's are in ``monitoring/network.py``).
+
+Every platform namespace starts from default-deny in both directions plus DNS, then opens what
+its components need by name: the API server (its addresses, as NetworkPolicies cannot select
+it), Prometheus (by namespace and the component label our chart values give its pods), peers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .constants import (
+    DNS_PORT,
+    KUBE_DNS_LABEL,
+    KUBE_DNS_LABEL_VALUE,
+    KUBE_SYSTEM_NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+)
+from .labels import platform_labels
+from .monitoring.constants import (
+    API_SERVER_PORTS,
+    COMPONENT_PROMETHEUS,
+    DCGM_EXPORTER_PORT,
+    DCGM_EXPORTER_SERVICE_LABELS,
+    KUEUE_METRICS_PORT,
+    KUEUE_POD_LABELS,
+    MONITORING_COMPONENT_LABEL,
+)
+
+DEFAULT_DENY = "default-deny-all"
+ALLOW_DNS = "allow-dns-egress"
+ALLOW_API_SERVER = "allow-apiserver-egress"
+KUEUE_WEBHOOK_PORT = 9443
+KUEUE_VISIBILITY_PORT = 8082
+"""Ports of the Kueue controller the API server calls: admission webhooks, the visibility API
+(the pinned chart's manager Deployment)."""
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One NetworkPolicy: its name, namespace and ``spec``."""
+
+    name: str
+    namespace: str
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SystemNetwork:
+    """What a platform namespace's policies need from the stack."""
+
+    api_server_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    """Where the API server's endpoints are: it calls webhooks from there, and is called there."""
+    prometheus_namespace: str | None = None
+    """Where Prometheus runs; None: no monitoring, nothing scrapes."""
+
+
+def namespace_selector(name: str) -> dict[str, Any]:
+    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
+
+
+def ports(numbers: Iterable[int | str], protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"protocol": protocol, "port": port} for port in numbers]
+
+
+def cidrs(blocks: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"ipBlock": {"cidr": cidr}} for cidr in blocks]
+
+
+def prometheus_peer(namespace: str) -> dict[str, Any]:
+    return {
+        "namespaceSelector": namespace_selector(namespace),
+        "podSelector": {"matchLabels": {MONITORING_COMPONENT_LABEL: COMPONENT_PROMETHEUS}},
+    }
+
+
+def baseline(namespace: str) -> list[PolicySpec]:
+    """Default deny both ways, and DNS to kube-dns, for every pod of the namespace."""
+    return [
+        PolicySpec(
+            DEFAULT_DENY, namespace, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+        ),
+        PolicySpec(
+            ALLOW_DNS,
+            namespace,
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [
+                            {
+                                "namespaceSelector": namespace_selector(KUBE_SYSTEM_NAMESPACE),
+                                "podSelector": {
+                                    "matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}
+                                },
+                            }
+                        ],
+                        "ports": ports([DNS_PORT], "UDP") + ports([DNS_PORT]),
+                    }
+                ],
+            },
+        ),
+    ]
+
+
+def api_server_egress(api_server_cidrs: Sequence[str]) -> dict[str, Any]:
+    return {"to": cidrs(api_server_cidrs), "ports": ports(API_SERVER_PORTS)}
+
+
+def controller_namespace(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
+    """A namespace of controllers: the baseline, and every pod may call the API server."""
+    return [
+        *baseline(namespace),
+        PolicySpec(
+            ALLOW_API_SERVER,
+            namespace,
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [api_server_egress(network.api_server_cidrs)],
+            },
+        ),
+    ]
+
+
+def kueue_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
+    """Kueue's controller takes webhook and visibility calls from the API server, and metrics
+    scrapes from Prometheus; nothing else reaches it."""
+    ingress: list[dict[str, Any]] = [
+        {
+            "from": cidrs(network.api_server_cidrs),
+            "ports": ports([KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT]),
+        }
+    ]
+    if network.prometheus_namespace is not None:
+        ingress.append(
+            {
+                "from": [prometheus_peer(network.prometheus_namespace)],
+                "ports": ports([KUEUE_METRICS_PORT]),
+            }
+        )
+    return [
+        *controller_namespace(namespace, network),
+        PolicySpec(
+            "kueue-controller",
+            namespace,
+            {
+                "podSelector": {"matchLabels": dict(KUEUE_POD_LABELS)},
+                "policyTypes": ["Ingress"],
+                "ingress": ingress,
+            },
+        ),
+    ]
+
+
+def gpu_operator_policies(
+    namespace: str, network: SystemNetwork, dcgm_exporter: bool
+) -> list[PolicySpec]:
+    """The GPU operator and its operands talk to the API server only (device plugin, feature
+    discovery and validator work through the node); Prometheus scrapes the DCGM exporter."""
+    found = controller_namespace(namespace, network)
+    if dcgm_exporter and network.prometheus_namespace is not None:
+        found.append(
+            PolicySpec(
+                "dcgm-exporter",
+                namespace,
+                {
+                    "podSelector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
+                    "policyTypes": ["Ingress"],
+                    "ingress": [
+                        {
+                            "from": [prometheus_peer(network.prometheus_namespace)],
+                            "ports": ports([DCGM_EXPORTER_PORT]),
+                        }
+                    ],
+                },
+            )
+        )
+    return found
+
+
+def create_policies(
+    name: str,
+    policies: Sequence[PolicySpec],
+    opts: pulumi.ResourceOptions,
+    labels: Mapping[str, str] | None = None,
+) -> list[k8s.networking.v1.NetworkPolicy]:
+    """The policies as resources named ``<name>-netpol-<policy>``."""
+    return [
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-netpol-{policy.name}",
+            metadata={
+                "name": policy.name,
+                "namespace": policy.namespace,
+                "labels": dict(labels or platform_labels()),
+            },
+            spec=policy.spec,
+            opts=opts,
+        )
+        for policy in policies
+    ]

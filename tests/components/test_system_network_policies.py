@@ -1,0 +1,111 @@
+"""The Kueue and GPU operator namespaces are default-deny too: who reaches their pods, proved
+with tools/netpol.py on the rendered prod policies (the monitoring stack's included)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.constants import GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, MONITORING_NAMESPACE
+from components.monitoring.constants import (
+    COMPONENT_PROMETHEUS,
+    DCGM_EXPORTER_PORT,
+    DCGM_EXPORTER_SERVICE_LABELS,
+    KUEUE_METRICS_PORT,
+    KUEUE_POD_LABELS,
+    MONITORING_COMPONENT_LABEL,
+)
+from components.network_policies import KUEUE_VISIBILITY_PORT, KUEUE_WEBHOOK_PORT
+from tests.harness import run_stack
+from tools.mockrun import MockRun
+from tools.netpol import Cluster, ContainerPort, Endpoint, kube_dns
+
+API_SERVER = "10.0.12.7"
+"""Inside prod's apiServerCidrs (10.0.0.0/16)."""
+PROMETHEUS = Endpoint(
+    name="prometheus",
+    namespace=MONITORING_NAMESPACE,
+    labels={MONITORING_COMPONENT_LABEL: COMPONENT_PROMETHEUS},
+)
+KUEUE = Endpoint(
+    name="kueue",
+    namespace=KUEUE_NAMESPACE,
+    labels=KUEUE_POD_LABELS,
+    ports=tuple(
+        ContainerPort(p) for p in (KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT, KUEUE_METRICS_PORT)
+    ),
+)
+DCGM = Endpoint(
+    name="dcgm",
+    namespace=GPU_OPERATOR_NAMESPACE,
+    labels=DCGM_EXPORTER_SERVICE_LABELS,
+    ports=(ContainerPort(DCGM_EXPORTER_PORT),),
+)
+OPERATOR = Endpoint(
+    name="operator", namespace=GPU_OPERATOR_NAMESPACE, labels={"app": "gpu-operator"}
+)
+INTRUDER = Endpoint(name="intruder", namespace="research", labels={"app": "x"})
+
+
+def cluster(run: MockRun[Any]) -> Cluster:
+    endpoints = [
+        kube_dns(),
+        PROMETHEUS,
+        KUEUE,
+        DCGM,
+        OPERATOR,
+        INTRUDER,
+        Endpoint.external(API_SERVER, ports=[ContainerPort(443), ContainerPort(6443)]),
+        Endpoint.external("8.8.8.8", ports=[ContainerPort(443)]),
+    ]
+    return Cluster.from_manifests([r.inputs for r in run.kubernetes_objects()], endpoints)
+
+
+@pytest.fixture(scope="module")
+def prod(prod_run) -> Cluster:
+    return cluster(prod_run)
+
+
+def test_the_api_server_reaches_kueues_webhooks_and_visibility_api(prod: Cluster) -> None:
+    """The API server's calls arrive from its addresses: only the ingress side is evaluated."""
+    for port in (KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT):
+        verdict = prod.can_connect(prod.endpoint(API_SERVER), KUEUE, port)
+        assert verdict.allowed, str(verdict)
+
+
+def test_prometheus_scrapes_kueue_and_dcgm_and_nothing_else_does(prod: Cluster) -> None:
+    assert prod.can_connect(PROMETHEUS, KUEUE, KUEUE_METRICS_PORT).allowed
+    assert prod.can_connect(PROMETHEUS, DCGM, DCGM_EXPORTER_PORT).allowed
+    for source in (INTRUDER, DCGM, OPERATOR):
+        assert not prod.can_connect(source, KUEUE, KUEUE_METRICS_PORT).allowed, source.name
+        assert not prod.can_connect(source, KUEUE, KUEUE_WEBHOOK_PORT).allowed, source.name
+    assert not prod.can_connect(INTRUDER, DCGM, DCGM_EXPORTER_PORT).allowed
+    assert not prod.can_connect(PROMETHEUS, KUEUE, KUEUE_WEBHOOK_PORT).allowed
+
+
+def test_platform_pods_reach_dns_and_the_api_server_not_the_internet(prod: Cluster) -> None:
+    for pod in (KUEUE, DCGM, OPERATOR):
+        assert prod.can_connect(pod, "kube-system/kube-dns", 53, "UDP").allowed, pod.name
+        assert prod.can_connect(pod, prod.endpoint(API_SERVER), 443).allowed, pod.name
+        assert not prod.can_connect(pod, prod.endpoint("8.8.8.8"), 443).allowed, pod.name
+        assert not prod.can_connect(pod, INTRUDER, 8080).allowed, pod.name
+
+
+def test_without_monitoring_nothing_may_scrape(prod_config) -> None:
+    prod_config["monitoring"] = {"enabled": False, "network": prod_config["monitoring"]["network"]}
+    prod_config["gpuStack"]["dcgmExporter"] = False
+    run = run_stack(prod_config, "prod")
+    names = {
+        (r.metadata["namespace"], r.metadata["name"])
+        for r in run.kubernetes_objects()
+        if r.kind == "NetworkPolicy" and r.metadata["namespace"] == KUEUE_NAMESPACE
+    }
+    assert names == {
+        (KUEUE_NAMESPACE, "default-deny-all"),
+        (KUEUE_NAMESPACE, "allow-dns-egress"),
+        (KUEUE_NAMESPACE, "allow-apiserver-egress"),
+        (KUEUE_NAMESPACE, "kueue-controller"),
+    }
+    controller = run.find("NetworkPolicy", "kueue-controller", KUEUE_NAMESPACE).inputs["spec"]
+    assert len(controller["ingress"]) == 1  # the API server only
