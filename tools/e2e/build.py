@@ -78,14 +78,19 @@ def required_version(module_dir: Path, module: str) -> str:
 
 
 def module_dir_of(module_dir: Path, module: str) -> Path:
-    """Where the module cache holds ``module`` at the version go.mod selects (downloads it)."""
-    out = _go(["list", "-m", "-f", "{{.Dir}}", module], module_dir, capture=True)
-    path = Path(out.strip())
-    if not path.is_dir():
+    """Where the module cache holds ``module`` at the version go.mod selects (downloads it: on a
+    cold cache ``go list`` knows the version but names no folder)."""
+
+    def listed() -> str:
+        return _go(["list", "-m", "-f", "{{.Dir}}", module], module_dir, capture=True).strip()
+
+    folder = listed()
+    if not folder or not Path(folder).is_dir():
         _go(["mod", "download", module], module_dir)
-        out = _go(["list", "-m", "-f", "{{.Dir}}", module], module_dir, capture=True)
-        path = Path(out.strip())
-    return path
+        folder = listed()
+    if not folder or not Path(folder).is_dir():
+        raise BuildError(f"{module}: not in the module cache after go mod download")
+    return Path(folder)
 
 
 @dataclass(frozen=True)
