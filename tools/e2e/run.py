@@ -13,11 +13,12 @@ consumer example reading the stack through a StackReference. Exit 0 only if ever
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,22 +39,27 @@ from .report import Report, StepFailedError, fail
 from .stack import PROJECT_ROOT, E2EStack, derive
 
 WORK_ROOT = PROJECT_ROOT / "build" / "e2e"
-BAD_MANIFEST = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "e2e-gpu-without-limits"},
-    "spec": {
-        "containers": [
-            {
-                "name": "main",
-                "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                "resources": {"requests": {"nvidia.com/gpu": "1"}},
-            }
-        ]
-    },
-}
-"""A GPU pod that requests a GPU without the equal limit, put in a team namespace: refused by
-``gpu-limits-match-requests``, which is mandatory in every stack's policy config."""
+
+
+def bad_manifest(namespace: str) -> dict[str, Any]:
+    """A GPU pod that requests a GPU without the equal limit, in a team namespace: refused by
+    ``gpu-limits-match-requests``, which is mandatory in every stack's policy config."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "e2e-gpu-without-limits", "namespace": namespace},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                    "resources": {"requests": {"nvidia.com/gpu": "1"}},
+                }
+            ]
+        },
+    }
+
+
 BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
@@ -113,9 +119,9 @@ class E2E:
 
     # --- the run ---
 
-    def run(self) -> int:
-        # A fresh run, except the cluster folder: its state file is how a crashed earlier run's
-        # processes are found and stopped.
+    def fresh_work_dir(self) -> None:
+        """Empty the work folder, except the cluster folder: its state file is how a crashed
+        earlier run's processes are found and stopped."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         for entry in self.work_dir.iterdir():
             if entry == self.cluster_dir:
@@ -124,45 +130,66 @@ class E2E:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        try:
-            with self.report.step("build the real parts") as step:
-                bin_dir = builds.build_all(log=lambda line: print(f"    {line}", flush=True))
-                step.detail.append(f"binaries in {bin_dir}")
-                self.report.facts["versions"] = builds.versions()
-            cluster = self.cluster = LocalCluster(
+
+    def prepare(self) -> None:
+        """Everything before the cluster: the tools, the e2e stack, its secrets, and its
+        offline preview (which the real one must equal)."""
+        with self.report.step("build the real parts") as step:
+            bin_dir = builds.build_all(log=lambda line: print(f"    {line}", flush=True))
+            step.detail.append(f"binaries in {bin_dir}")
+            self.report.facts["versions"] = builds.versions()
+        cluster = self.cluster = LocalCluster(
+            self.stack,
+            work_dir=self.cluster_dir,
+            bin_dir=bin_dir,
+            log=lambda line: print(f"    {line}", flush=True),
+        )
+        with self.report.step("derive the e2e stack") as step:
+            self.e2e_stack = derive(
                 self.stack,
-                work_dir=self.cluster_dir,
-                bin_dir=bin_dir,
-                log=lambda line: print(f"    {line}", flush=True),
+                work_dir=self.work_dir,
+                overrides=cluster_overrides(
+                    assemble_mirror(self.work_dir / "charts", shared_dir() / "charts"),
+                    cluster.kubeconfig,
+                ),
             )
-            with self.report.step("derive the e2e stack") as step:
-                self.e2e_stack = derive(
-                    self.stack,
-                    work_dir=self.work_dir,
-                    overrides=cluster_overrides(
-                        assemble_mirror(self.work_dir / "charts", shared_dir() / "charts"),
-                        cluster.kubeconfig,
-                    ),
-                )
-                step.detail += [c.describe() for c in self.e2e_stack.changes]
-                self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
-            self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
-            # Secrets first: the offline preview then reads the same (encrypted) stack file.
-            with self.report.step("stack init and test secrets") as step:
-                self.init_stack(step.detail)
-            with self.report.step("offline preview of the e2e stack") as step:
-                self.offline_preview(step.detail)
-            with cluster.running(), kueue.running_for(cluster):
-                self.step("pulumi preview with the policy pack equals the offline preview",
-                          self.real_preview)  # fmt: skip
-                if self.step("pulumi up", self.up):
-                    self.step("objects read back as declared", self.read_back)
-                    self.step("workloads admitted and placed", self.workloads)
-                    self.step("tenant guardrails refuse a team admin", self.guardrails)
-                    self.step("second pulumi up changes nothing", self.second_up)
-                    self.step("pulumi refresh finds no drift", self.refresh)
-                    self.step("team consumer through a StackReference", self.team_consumer)
-                self.step("a bad manifest fails the policy pack", self.bad_manifest)
+            step.detail += [c.describe() for c in self.e2e_stack.changes]
+            self.report.facts["changes"] = [c.describe() for c in self.e2e_stack.changes]
+        self.cli = PulumiCli(bin_dir, self.work_dir, kubeconfig=cluster.kubeconfig)
+        # Secrets first: the offline preview then reads the same (encrypted) stack file.
+        with self.report.step("stack init and test secrets") as step:
+            self.init_stack(step.detail)
+        with self.report.step("offline preview of the e2e stack") as step:
+            self.offline_preview(step.detail)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[LocalCluster]:
+        """The prepared stack with its cluster and the Kueue controller running; everything
+        they started is stopped on exit, on failure and on interrupts."""
+        self.fresh_work_dir()
+        self.prepare()
+        assert self.cluster is not None
+        with self.cluster.running(), kueue.running_for(self.cluster):
+            yield self.cluster
+
+    def checks(self) -> None:
+        """The steps of ``make e2e``, in order, after :meth:`session` started."""
+        self.step("pulumi preview with the policy pack equals the offline preview",
+                  self.real_preview)  # fmt: skip
+        if self.step("pulumi up", self.up):
+            self.step("objects read back as declared", self.read_back)
+            self.step("workloads admitted and placed", self.workloads)
+            self.step("tenant guardrails refuse a team admin", self.guardrails)
+            self.step("second pulumi up changes nothing", self.second_up)
+            self.step("pulumi refresh finds no drift", self.refresh)
+            self.step("team consumer through a StackReference", self.team_consumer)
+        self.step("a bad manifest fails the policy pack", self.bad_manifest)
+
+    def run(self, checks: Callable[[], None] | None = None) -> int:
+        """A session with ``checks`` (default: :meth:`checks`); the exit code of the run."""
+        try:
+            with self.session():
+                (checks or self.checks)()
         except (StepFailedError, CliError):
             pass
         except (KeyboardInterrupt, Terminated):
@@ -315,9 +342,7 @@ class E2E:
         manifests = document["config"].setdefault(f"{PROJECT}:extraManifests", [])
         team = next(iter(sorted((self.offline_report.get("outputs") or {}).get("teams") or {})))
         namespace = self.offline_report["outputs"]["teams"][team]["namespace"]
-        manifests.append(
-            {**BAD_MANIFEST, "metadata": {**BAD_MANIFEST["metadata"], "namespace": namespace}}
-        )
+        manifests.append(bad_manifest(namespace))
         stack_file.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
         done = self.pulumi(*self.preview_args("--stack", self.stack), cwd=bad, check=False)
         printed = done.stdout + done.stderr
