@@ -112,3 +112,18 @@ def test_schema_errors_exit_1(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_checked_in_stacks_preview_clean(stack, tmp_path):
     assert _preview(ROOT, stack, tmp_path, "--no-policies") == 0
+
+
+def test_an_unsupported_kubernetes_version_comes_with_the_config_errors(tmp_path, capsys):
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"]["ai-platform:cluster"]["kubernetesVersion"] = "1.19"
+    document["config"]["ai-platform:teams"][0]["quota"]["gpus"] = -1
+    root = _project(tmp_path, "old", document)
+    assert _preview(root, "old", tmp_path / "out") == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "2 stack config errors:"
+    assert (
+        lines[1]
+        == "  Pulumi.old.yaml: ai-platform:teams[research].quota.gpus: must be >= 0, got -1"
+    )
+    assert lines[2].startswith("  Pulumi.old.yaml: ai-platform:cluster.kubernetesVersion: ")

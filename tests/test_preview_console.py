@@ -103,4 +103,7 @@ def test_console_output(
         golden.write_text(text)
     assert got_code == code
     assert "Traceback" not in text
-    assert text == golden.read_text(), f"{golden.name} is stale; see this module's docstring"
+    assert text == golden.read_text(), (
+        f"{golden.name} is stale: review the diff, then regenerate with UPDATE_GOLDEN=1 "
+        ".venv/bin/python -m pytest tests/test_preview_console.py"
+    )

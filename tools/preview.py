@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infra.config import ConfigError, StackFile
+from infra.config import ConfigError, ConfigIssue, StackFile
+from infra.config.load import project_keys
 
 from .findings import LEVELS, Finding, config_keys, findings, format_findings
 from .mockrun import CapturedResource, MockRun, run_under_mocks, runs_in_process
@@ -33,6 +34,7 @@ from .schema_validation import (
     SchemaValidationError,
     UnsupportedKubernetesVersionError,
     default_crd_location,
+    resolve_kubernetes_version,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +67,24 @@ class Progress:
             self.timings[key] = round(elapsed, 4)
             if not self.quiet:
                 print(f" {elapsed:.2f}s", file=sys.stderr, flush=True)
+
+
+KUBERNETES_VERSION = ("cluster", "kubernetesVersion")
+
+
+def with_version_issue(error: ConfigError, stack_file: StackFile | None) -> ConfigError:
+    """The config errors plus the preview's own one, an unsupported Kubernetes version (no
+    schemas to validate against), so that it comes in the same run rather than the next."""
+    cluster = project_keys(stack_file.values).get("cluster") if stack_file else None
+    version = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None
+    if not isinstance(version, str) or any(i.path == KUBERNETES_VERSION for i in error.issues):
+        return error
+    try:
+        resolve_kubernetes_version(version)
+    except UnsupportedKubernetesVersionError as exc:
+        issue = ConfigIssue(KUBERNETES_VERSION, str(exc))
+        return ConfigError(error.source, [*error.issues, issue], error.not_checked)
+    return error
 
 
 def run_stack_program(stack_file: StackFile, stack: str) -> MockRun[Any]:
@@ -142,16 +162,18 @@ def preview(args: argparse.Namespace) -> int:
     stack_path = Path(args.stack_file) if args.stack_file else root / f"Pulumi.{stack}.yaml"
     progress = Progress(total=5 if args.policies else 4, quiet=args.quiet)
 
+    stack_file: StackFile | None = None
     try:
         with progress.step("config", f"config {stack_path.name}"):
             stack_file = StackFile(stack_path)
             config = stack_file.platform_config()
             validator = ManifestValidator(config.cluster.kubernetes_version, args.crd_schemas)
     except ConfigError as exc:
-        print(exc.render(), file=sys.stderr)
+        print(with_version_issue(exc, stack_file).render(), file=sys.stderr)
         return EXIT_CONFIG
     except UnsupportedKubernetesVersionError as exc:
-        print(f"{stack_path.name}: ai-platform:cluster.kubernetesVersion: {exc}", file=sys.stderr)
+        issue = ConfigIssue(KUBERNETES_VERSION, str(exc))
+        print(ConfigError(stack_path.name, [issue]).render(), file=sys.stderr)
         return EXIT_CONFIG
     except SchemaValidationError as exc:
         print(f"--crd-schemas: {exc}", file=sys.stderr)
