@@ -9,7 +9,10 @@ the API server refuse, in every team namespace, what the pack refuses per team:
 * a PriorityClass, or a Kueue WorkloadPriorityClass label, the team may not use;
 * a node pool the team may not use (``nodeSelector`` or node affinity on the pool label),
   ``spec.nodeName`` (it bypasses the scheduler), and tolerating the GPU taint without requesting
-  GPUs or pinning a pool of the team's (it lands on any team's GPU nodes).
+  GPUs or pinning a pool of the team's (it lands on any team's GPU nodes);
+* a ServiceMonitor or PodMonitor that looks beyond its namespace, sends Prometheus's own files
+  (its token) to the target, or honours the target's labels, and a PrometheusRule that claims the
+  platform's alert label (it would page the platform's on-call).
 
 GPU limits equal to requests need no policy: the API server's own validation refuses an extended
 resource whose request differs from its limit, before admission policies run.
@@ -47,6 +50,7 @@ from .constants import (
     TENANT_REACHABLE_FROM_ANNOTATION,
 )
 from .labels import platform_labels
+from .monitoring.constants import PLATFORM_ALERT_LABEL
 
 POLICY_PREFIX: Final = "aiplatform-tenant-"
 PRIORITY_QUOTA_NAME: Final = "priority-classes"
@@ -474,15 +478,123 @@ def policy_spec(shape: Shape, queueing: bool) -> dict[str, Any]:
     }
 
 
-def binding_spec(shape: Shape) -> dict[str, Any]:
+def binding_spec(name: str) -> dict[str, Any]:
     """Every namespace with the team label: a new team is guarded as soon as it exists."""
     return {
-        "policyName": policy_name(shape),
+        "policyName": name,
         "validationActions": ["Deny"],
         "matchResources": {
             "namespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
         },
     }
+
+
+# --- Teams' monitors and rules (the Prometheus operator's kinds) ------------------------------
+@dataclass(frozen=True)
+class MonitorPolicy:
+    """One kind a team may create that Prometheus acts on, and what it may not ask of it."""
+
+    name: str
+    resource: str
+    rules: tuple[Rule, ...]
+    variables: tuple[tuple[str, str], ...] = ()
+
+
+def _own_namespace_only() -> Rule:
+    selector = "object.spec.namespaceSelector"
+    return Rule(
+        name="monitor-namespace",
+        expression=(
+            f"!has({selector}) || ((!has({selector}.any) || !{selector}.any) && "
+            f"(!has({selector}.matchNames) || {selector}.matchNames.all(n, n == {_NAMESPACE})))"
+        ),
+        message=Message(
+            "a team's monitor scrapes its own namespace only: drop spec.namespaceSelector (or "
+            "list only {namespace})",
+            {"namespace": _NAMESPACE},
+        ),
+    )
+
+
+_HONOR_LABELS = Rule(
+    name="monitor-honor-labels",
+    expression="variables.endpoints.all(e, !has(e.honorLabels) || !e.honorLabels)",
+    message=Message(
+        "honorLabels lets the scraped target overwrite the labels Prometheus sets (namespace, "
+        "pod, job); drop it"
+    ),
+)
+_FILES = Rule(
+    name="monitor-files",
+    expression=(
+        "variables.endpoints.all(e, !has(e.bearerTokenFile) && (!has(e.tlsConfig) || "
+        "(!has(e.tlsConfig.caFile) && !has(e.tlsConfig.certFile) && !has(e.tlsConfig.keyFile))))"
+    ),
+    message=Message(
+        "a team's monitor may not point Prometheus at files of its own container "
+        "(bearerTokenFile, tlsConfig caFile/certFile/keyFile): they hold Prometheus's token and "
+        "keys, and would be sent to the target; use Secrets of {namespace} "
+        "(authorization.credentials, tlsConfig.ca/cert/keySecret)",
+        {"namespace": _NAMESPACE},
+    ),
+)
+_PLATFORM_LABEL = Rule(
+    name="rule-platform-label",
+    expression=(
+        f"!has(object.spec.groups) || object.spec.groups.all(g, "
+        f"(!has(g.labels) || !({_cel_string(PLATFORM_ALERT_LABEL)} in g.labels)) && "
+        f"(!has(g.rules) || g.rules.all(r, !has(r.labels) || "
+        f"!({_cel_string(PLATFORM_ALERT_LABEL)} in r.labels))))"
+    ),
+    message=Message(
+        "the label {label} marks the platform's alerts (they page its on-call and may "
+        "silence others); a team's rules may not set it",
+        {"label": _cel_string(PLATFORM_ALERT_LABEL)},
+    ),
+)
+MONITOR_POLICIES: Final[tuple[MonitorPolicy, ...]] = (
+    MonitorPolicy(
+        "servicemonitors",
+        "servicemonitors",
+        (_own_namespace_only(), _FILES, _HONOR_LABELS),
+        (("endpoints", "has(object.spec.endpoints) ? object.spec.endpoints : []"),),
+    ),
+    MonitorPolicy(
+        "podmonitors",
+        "podmonitors",
+        (_own_namespace_only(), _HONOR_LABELS),
+        (
+            (
+                "endpoints",
+                "has(object.spec.podMetricsEndpoints) ? object.spec.podMetricsEndpoints : []",
+            ),
+        ),
+    ),
+    MonitorPolicy("prometheusrules", "prometheusrules", (_PLATFORM_LABEL,)),
+)
+"""Team admins may create these (their Role grants them); Prometheus acts on what they say."""
+
+
+def monitor_policy_spec(policy: MonitorPolicy) -> dict[str, Any]:
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": ["monitoring.coreos.com"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": [policy.resource],
+                }
+            ]
+        },
+        "variables": [{"name": n, "expression": e} for n, e in policy.variables],
+        "validations": [r.validation() for r in policy.rules],
+    }
+
+
+def monitor_rule(name: str) -> Rule:
+    return next(r for p in MONITOR_POLICIES for r in p.rules if r.name == name)
 
 
 @dataclass(frozen=True)
@@ -509,10 +621,28 @@ class TenantGuardrails(pulumi.ComponentResource):
             k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
                 f"{name}-{shape.name}-binding",
                 metadata={"name": policy_name(shape), "labels": platform_labels()},
-                spec=binding_spec(shape),
+                spec=binding_spec(policy_name(shape)),
                 opts=pulumi.ResourceOptions.merge(
                     child, pulumi.ResourceOptions(depends_on=[policy])
                 ),
             )
-        self.policy_names = [policy_name(shape) for shape in SHAPES]
+        for monitors in MONITOR_POLICIES:
+            name_ = f"{POLICY_PREFIX}{monitors.name}"
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-{monitors.name}",
+                metadata={"name": name_, "labels": platform_labels()},
+                spec=monitor_policy_spec(monitors),
+                opts=child,
+            )
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-{monitors.name}-binding",
+                metadata={"name": name_, "labels": platform_labels()},
+                spec=binding_spec(name_),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[policy])
+                ),
+            )
+        self.policy_names = [policy_name(shape) for shape in SHAPES] + [
+            f"{POLICY_PREFIX}{m.name}" for m in MONITOR_POLICIES
+        ]
         self.register_outputs({"policies": self.policy_names})

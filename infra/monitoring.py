@@ -7,7 +7,7 @@ config cannot tell, so this layer (and the component again) treats them as secre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 
@@ -63,6 +63,7 @@ def monitoring_stack_args(
     dcgm_namespace_ready: Sequence[pulumi.Resource] = (),
     chart_source: ChartSource = PUBLIC_REPOSITORIES,
     registry_mirror: str | None = None,
+    team_namespaces: Mapping[str, str] | None = None,
 ) -> MonitoringStackArgs:
     """The component's args.
 
@@ -88,6 +89,9 @@ def monitoring_stack_args(
                 "requests": dict(prometheus.resources.requests),
                 "limits": dict(prometheus.resources.limits),
             },
+            sample_limit=prometheus.scrape_limits.samples,
+            target_limit=prometheus.scrape_limits.targets,
+            label_limit=prometheus.scrape_limits.labels,
         ),
         alertmanager=AlertmanagerSpec(
             receivers=tuple(_receiver(r) for r in config.alertmanager.receivers),
@@ -140,6 +144,7 @@ def monitoring_stack_args(
         dcgm_counters=DcgmCountersSpec(
             create=gpu_stack_enabled, depends_on=tuple(dcgm_namespace_ready)
         ),
+        team_namespaces=dict(team_namespaces or {}),
         runbook_base_url=config.runbook_base_url,
         retain_on_delete=retain_on_delete,
         chart_source=chart_source,

@@ -693,6 +693,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
                 chart_source=config.charts.chart_source,
                 registry_mirror=config.images.registry_mirror,
+                team_namespaces={team.name: team.namespace_name for team in config.teams},
             ),
             on_cluster,
         )

@@ -7,10 +7,15 @@ secret and only ever reaches the cluster as a Secret's ``stringData`` (never Hel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .constants import NULL_RECEIVER
+from .constants import (
+    NULL_RECEIVER,
+    PLATFORM_ALERT_LABEL,
+    PLATFORM_ALERT_VALUE,
+    TENANT_NAMESPACE_LABEL,
+)
 from .spec import AlertReceiver
 
 TEAM_ALERT_LABEL = "team"
@@ -62,24 +67,55 @@ def _receiver(receiver: AlertReceiver, credential: str | None) -> dict[str, Any]
 
 
 def alertmanager_config(
-    receivers: Sequence[AlertReceiver], credentials: Sequence[str | None]
+    receivers: Sequence[AlertReceiver],
+    credentials: Sequence[str | None],
+    team_namespaces: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``alertmanager.yaml``: one route per receiver (``continue``), the rest dropped.
+    """``alertmanager.yaml``: the platform's alerts and the teams' alerts routed apart.
 
-    Every receiver whose severities (and teams, when given) match gets the alert, so the on-call
-    pager and a team channel can both receive a critical alert. The kube-prometheus-stack
+    The platform's alerts (its rules and the chart's carry ``PLATFORM_ALERT_LABEL``) go to every
+    receiver whose severities (and teams, when given) match, so the on-call pager and a team
+    channel can both get a critical alert. Alerts of a team's own rules (Prometheus sets their
+    namespace; they cannot carry the label) go to that team's receivers only, never to a
+    receiver without ``teams``, and never inhibit anything. The kube-prometheus-stack
     ``Watchdog`` and ``InfoInhibitor`` heartbeats go to the drop-all ``null`` receiver.
     """
     if len(credentials) != len(receivers):
         raise ValueError("one credential (or None) per receiver")
-    routes: list[dict[str, Any]] = [
-        {"receiver": NULL_RECEIVER, "matchers": ['alertname =~ "Watchdog|InfoInhibitor"']}
-    ]
+    namespaces = dict(team_namespaces or {})
+    platform: list[dict[str, Any]] = []
+    teams: list[dict[str, Any]] = []
     for receiver in receivers:
-        matchers = [f'severity =~ "{_regex(receiver.severities)}"']
+        severity = f'severity =~ "{_regex(receiver.severities)}"'
         if receiver.teams:
-            matchers.append(f'{TEAM_ALERT_LABEL} =~ "{_regex(receiver.teams)}"')
-        routes.append({"receiver": receiver.name, "matchers": matchers, "continue": True})
+            platform.append(
+                {
+                    "receiver": receiver.name,
+                    "matchers": [severity, f'{TEAM_ALERT_LABEL} =~ "{_regex(receiver.teams)}"'],
+                    "continue": True,
+                }
+            )
+            own = [namespaces[t] for t in receiver.teams if t in namespaces]
+            if own:
+                teams.append(
+                    {
+                        "receiver": receiver.name,
+                        "matchers": [severity, f'{TENANT_NAMESPACE_LABEL} =~ "{_regex(own)}"'],
+                        "continue": True,
+                    }
+                )
+        else:
+            platform.append({"receiver": receiver.name, "matchers": [severity], "continue": True})
+    owned = f'{PLATFORM_ALERT_LABEL} = "{PLATFORM_ALERT_VALUE}"'
+    routes: list[dict[str, Any]] = [
+        {"receiver": NULL_RECEIVER, "matchers": ['alertname =~ "Watchdog|InfoInhibitor"']},
+        {"receiver": NULL_RECEIVER, "matchers": [owned], "routes": platform},
+        {
+            "receiver": NULL_RECEIVER,
+            "matchers": [f'{PLATFORM_ALERT_LABEL} != "{PLATFORM_ALERT_VALUE}"'],
+            "routes": teams,
+        },
+    ]
     return {
         "global": {"resolve_timeout": "5m"},
         "route": {
@@ -92,13 +128,14 @@ def alertmanager_config(
         },
         "inhibit_rules": [
             {
-                # A critical alert silences the warning/info alerts of the same thing.
-                "source_matchers": ['severity = "critical"'],
+                # A critical alert silences the warning/info alerts of the same thing; only the
+                # platform's alerts silence anything.
+                "source_matchers": ['severity = "critical"', owned],
                 "target_matchers": ['severity =~ "warning|info"'],
                 "equal": ["alertname", "namespace", "node"],
             },
             {
-                "source_matchers": ['severity = "warning"'],
+                "source_matchers": ['severity = "warning"', owned],
                 "target_matchers": ['severity = "info"'],
                 "equal": ["alertname", "namespace", "node"],
             },

@@ -13,10 +13,13 @@ deployment that serves the runbooks elsewhere passes ``runbook_base_url`` to
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
+
+from .constants import PLATFORM_ALERT_LABEL, PLATFORM_ALERT_VALUE
 
 RUNBOOK_BASE_URL: Final = "https://github.com/ai-platform/ai-platform/blob/main/docs/runbooks"
 """Where ``docs/runbooks/<AlertName>.md`` is browsable; the rule files spell it out in full."""
@@ -55,8 +58,10 @@ def load_rule_groups(runbook_base_url: str | None = None) -> list[dict[str, Any]
     for path in rule_files():
         document = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER)
         groups.extend(document["groups"])
-    if runbook_base_url is not None:
-        for rule in alert_rules(groups):
+    for rule in alert_rules(groups):
+        # The platform's alerts: they may page the on-call (alerting.alertmanager_config).
+        rule.setdefault("labels", {})[PLATFORM_ALERT_LABEL] = PLATFORM_ALERT_VALUE
+        if runbook_base_url is not None:
             rule["annotations"]["runbook_url"] = runbook_url(rule["alert"], runbook_base_url)
     return groups
 
@@ -69,3 +74,21 @@ def alert_rules(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def load_dashboards() -> dict[str, str]:
     """Dashboard name (the file stem) to the dashboard's JSON text, ready for a ConfigMap."""
     return {path.stem: path.read_text(encoding="utf-8") for path in dashboard_files()}
+
+
+TEAM_DASHBOARD = "gpu-showback"
+"""What a team finds in its Grafana folder: the GPU showback, of its own team only."""
+
+
+def team_dashboard(team: str) -> str:
+    """The showback dashboard pinned to one team: the team variable is a hidden constant."""
+    dashboard = json.loads((DASHBOARDS_DIR / f"{TEAM_DASHBOARD}.json").read_text(encoding="utf-8"))
+    dashboard["uid"] = f"team-{team}"[:40]
+    dashboard["title"] = f"{team} / GPU showback"
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable.get("name") == "team":
+            variable.clear()
+            variable.update(
+                {"name": "team", "type": "constant", "query": team, "hide": 2, "label": "team"}
+            )
+    return json.dumps(dashboard, indent=2, sort_keys=True)

@@ -70,6 +70,18 @@ COMPONENT_OPERATOR: Final = "prometheus-operator"
 COMPONENT_LOKI: Final = "loki"
 COMPONENT_LOKI_GATEWAY: Final = "loki-gateway"
 COMPONENT_FLUENT_BIT: Final = "fluent-bit"
+PLATFORM_ALERT_LABEL: Final = "aiplatform_rule_owner"
+PLATFORM_ALERT_VALUE: Final = "platform"
+"""On every alert of the platform's own rules (and the chart's default rules): only these reach
+receivers without ``teams`` (the platform's on-call) and only these may inhibit. A team's rules
+cannot set it (the tenant guardrails and the policy pack refuse it)."""
+TENANT_NAMESPACE_LABEL: Final = "namespace"
+"""``enforcedNamespaceLabel``: Prometheus sets it, to the object's namespace, on every series a
+team's monitor scrapes and every alert its rules fire, and confines its rules' queries to it."""
+GRAFANA_FOLDER_ANNOTATION: Final = "grafana_folder"
+"""On a dashboard ConfigMap: the Grafana folder the sidecar files it under (a team's folder)."""
+LOKI_PLATFORM_TENANT: Final = "platform"
+"""The Loki tenant of every log line outside the team namespaces (each team's is its namespace)."""
 PROMETHEUS_RULE_SELECTOR_LABEL: Final = "release"
 """kube-prometheus-stack's default rule/monitor selector key; our objects carry it too."""
 

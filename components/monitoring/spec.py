@@ -48,6 +48,12 @@ class PrometheusSpec:
         }
     )
     """Container resources of Prometheus."""
+    sample_limit: int = 500_000
+    """``enforcedSampleLimit``: most samples per scrape of a target, for every monitor."""
+    target_limit: int = 1_000
+    """``enforcedTargetLimit``: most targets per monitor endpoint."""
+    label_limit: int = 64
+    """``enforcedLabelLimit``: most labels per sample."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,9 @@ class MonitoringStackArgs:
     scrape: ScrapeSpec = ScrapeSpec()
     network: NetworkSpec = NetworkSpec()
     dcgm_counters: DcgmCountersSpec = DcgmCountersSpec()
+    team_namespaces: Mapping[str, str] = field(default_factory=dict)
+    """Team → its namespace: the Loki tenant of its logs, where its alerts route, its Grafana
+    folder."""
     runbook_base_url: str | None = None
     """Base of the alerts' ``runbook_url``; None: ``assets.RUNBOOK_BASE_URL``."""
     retain_on_delete: bool = False

@@ -71,6 +71,7 @@ from .constants import (
     GRAFANA_ADMIN_USER_KEY,
     GRAFANA_DASHBOARD_LABEL,
     GRAFANA_DASHBOARD_LABEL_VALUE,
+    GRAFANA_FOLDER_ANNOTATION,
     GRAFANA_FULLNAME,
     INFERENCE_METRICS_PORT_NAME,
     KPS_FULLNAME,
@@ -282,7 +283,8 @@ class MonitoringStack(pulumi.ComponentResource):
             *_secret_credentials(receivers)
         ).apply(
             lambda creds: yaml.safe_dump(
-                alertmanager_config(receivers, list(creds)), sort_keys=False
+                alertmanager_config(receivers, list(creds), args.team_namespaces),
+                sort_keys=False,
             )
         )
         alertmanager_secret = k8s.core.v1.Secret(
@@ -306,6 +308,18 @@ class MonitoringStack(pulumi.ComponentResource):
                     "labels": {**labels, GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE},
                 },
                 data={f"{stem}.json": dashboard},
+                opts=inside("monitoring"),
+            )
+        for team in sorted(args.team_namespaces):
+            k8s.core.v1.ConfigMap(
+                f"{name}-team-dashboard-{team}",
+                metadata={
+                    "name": f"dashboard-team-{team}",
+                    "namespace": mon,
+                    "labels": {**labels, GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE},
+                    "annotations": {GRAFANA_FOLDER_ANNOTATION: team},
+                },
+                data={f"team-{team}.json": assets.team_dashboard(team)},
                 opts=inside("monitoring"),
             )
         dcgm: DcgmCountersSpec = args.dcgm_counters

@@ -9,6 +9,7 @@ previews, diffs and tests can show in full.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
 
@@ -33,13 +34,18 @@ from .constants import (
     GRAFANA_ADMIN_USER_KEY,
     GRAFANA_DASHBOARD_LABEL,
     GRAFANA_DASHBOARD_LABEL_VALUE,
+    GRAFANA_FOLDER_ANNOTATION,
     GRAFANA_FULLNAME,
     JOB_NAME_LABEL,
     KPS_FULLNAME,
     LOKI_GATEWAY_SERVICE_PORT,
+    LOKI_PLATFORM_TENANT,
     LOKI_PUSH_PATH,
     LOKI_RELEASE,
     MONITORING_COMPONENT_LABEL,
+    PLATFORM_ALERT_LABEL,
+    PLATFORM_ALERT_VALUE,
+    TENANT_NAMESPACE_LABEL,
 )
 from .spec import FluentBitSpec, LokiSpec, MonitoringStackArgs
 
@@ -85,6 +91,52 @@ def loki_base_url(logging_namespace: str) -> str:
 
 def loki_push_url(logging_namespace: str) -> str:
     return f"{loki_base_url(logging_namespace)}{LOKI_PUSH_PATH}"
+
+
+def platform_monitor_namespaces(args: MonitoringStackArgs) -> list[str]:
+    """Where the platform's own monitors and rules live (and its charts put theirs): exempt
+    from the namespace label Prometheus enforces on teams' ones."""
+    return list(
+        dict.fromkeys(
+            [
+                args.monitoring_namespace,
+                args.logging_namespace,
+                args.scrape.dcgm_namespace,
+                args.scrape.kueue_namespace,
+            ]
+        )
+    )
+
+
+def loki_tenants(args: MonitoringStackArgs) -> list[str]:
+    """Loki's tenants: the platform's, and one per team (its namespace)."""
+    return [LOKI_PLATFORM_TENANT, *dict.fromkeys(args.team_namespaces.values())]
+
+
+def _loki_datasource(name: str, uid: str, tenants: list[str], url: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": "loki",
+        "uid": uid,
+        "access": "proxy",
+        "url": url,
+        "jsonData": {"httpHeaderName1": "X-Scope-OrgID"},
+        # Several tenants at once are a multi-tenant query ("a|b"), which Loki allows here.
+        "secureJsonData": {"httpHeaderValue1": "|".join(tenants)},
+    }
+
+
+def loki_datasources(args: MonitoringStackArgs) -> list[dict[str, Any]]:
+    """Grafana's Loki data sources: every tenant (the platform's view), and one per team that
+    reads its tenant only (give a team's Grafana users that one)."""
+    url = loki_base_url(args.logging_namespace)
+    return [
+        _loki_datasource("Loki", "loki", loki_tenants(args), url),
+        *(
+            _loki_datasource(f"Loki ({team})", f"loki-{team}", [namespace], url)
+            for team, namespace in sorted(args.team_namespaces.items())
+        ),
+    ]
 
 
 # --- kube-prometheus-stack -----------------------------------------------------------------------
@@ -141,7 +193,20 @@ def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
         selectors[f"{kind}SelectorNilUsesHelmValues"] = False
         selectors[f"{kind}Selector"] = {}
         selectors[f"{kind}NamespaceSelector"] = {}
+    # Teams' monitors and rules are confined to their namespace: everything they scrape and
+    # every alert they fire carries it, their queries see nothing else; the platform's own
+    # objects (in its namespaces) are exempt. Scrape limits bound every monitor.
+    excluded = [
+        {"group": "monitoring.coreos.com", "resource": resource, "namespace": namespace}
+        for namespace in platform_monitor_namespaces(args)
+        for resource in ("servicemonitors", "podmonitors", "probes", "prometheusrules")
+    ]
     prometheus_spec: dict[str, Any] = {
+        "enforcedNamespaceLabel": TENANT_NAMESPACE_LABEL,
+        "excludedFromEnforcement": excluded,
+        "enforcedSampleLimit": prometheus.sample_limit,
+        "enforcedTargetLimit": prometheus.target_limit,
+        "enforcedLabelLimit": prometheus.label_limit,
         "retention": prometheus.retention,
         "retentionSize": prometheus.retention_size,
         "replicas": prometheus.replicas,
@@ -171,18 +236,14 @@ def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
                 "enabled": True,
                 "label": GRAFANA_DASHBOARD_LABEL,
                 "labelValue": GRAFANA_DASHBOARD_LABEL_VALUE,
-                "searchNamespace": "ALL",
+                # Dashboards come from the platform's namespace only (a team's ConfigMap would
+                # put any query in front of everyone); each team gets a folder of its own.
+                "searchNamespace": [args.monitoring_namespace],
+                "folderAnnotation": GRAFANA_FOLDER_ANNOTATION,
+                "provider": {"foldersFromFilesStructure": True},
             }
         },
-        "additionalDataSources": [
-            {
-                "name": "Loki",
-                "type": "loki",
-                "uid": "loki",
-                "access": "proxy",
-                "url": loki_base_url(args.logging_namespace),
-            }
-        ],
+        "additionalDataSources": loki_datasources(args),
     }
     if grafana.persistence:
         grafana_values["persistence"].update({"type": "pvc", "size": grafana.storage_size})
@@ -200,6 +261,8 @@ def kube_prometheus_stack_values(args: MonitoringStackArgs) -> dict[str, Any]:
         "windowsMonitoring": {"enabled": False},
         "defaultRules": {
             "create": True,
+            # The chart's rules are the platform's: they may page the on-call and inhibit.
+            "additionalRuleLabels": {PLATFORM_ALERT_LABEL: PLATFORM_ALERT_VALUE},
             "rules": {
                 "etcd": False,
                 "kubeControllerManager": False,
@@ -307,8 +370,10 @@ def _loki_mode_values(args: MonitoringStackArgs) -> dict[str, Any]:
     values: dict[str, Any] = {
         "deploymentMode": "SimpleScalable" if scalable else "SingleBinary",
         "loki": {
-            # One tenant: the platform. Teams are told apart by the `team` stream label.
-            "auth_enabled": False,
+            # One tenant per team (its namespace; Fluent Bit sets it) and one for the platform:
+            # a query sees only the tenants it names (X-Scope-OrgID).
+            "auth_enabled": True,
+            "querier": {"multi_tenant_queries_enabled": True},
             "commonConfig": {"replication_factor": 3 if scalable else 1},
             "schemaConfig": {
                 "configs": [
@@ -414,8 +479,15 @@ def _section(kind: str, entries: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fluent_bit_config(fluent_bit: FluentBitSpec, logging_namespace: str) -> dict[str, str]:
-    """The chart's classic-mode ``config`` sections: tail → kubernetes → grep → loki."""
+TENANT_KEY = "aiplatform_tenant"
+"""The record key the Lua filter writes the Loki tenant to; the output sends it as the tenant
+(``Tenant_ID_Key``) and drops it from the line."""
+
+
+def fluent_bit_config(
+    fluent_bit: FluentBitSpec, logging_namespace: str, team_namespaces: Sequence[str] = ()
+) -> dict[str, str]:
+    """The chart's classic-mode ``config`` sections: tail → kubernetes → grep → tenant → loki."""
     service = _section(
         "SERVICE",
         [
@@ -474,6 +546,24 @@ def fluent_bit_config(fluent_bit: FluentBitSpec, logging_namespace: str) -> dict
                 ("Exclude", f"severity {DEBUG_LEVEL_PATTERN}"),
             ],
         )
+    teams = ", ".join(f'["{ns}"]=true' for ns in sorted(set(team_namespaces)))
+    filters += "\n" + _section(
+        "FILTER",
+        [
+            ("Name", "lua"),
+            ("Match", "kube.*"),
+            ("call", "aiplatform_tenant"),
+            # The tenant is the team's namespace, read from the log file's path: a pod cannot
+            # choose it. Everything else is the platform's.
+            (
+                "code",
+                f"local teams = {{{teams}}} function aiplatform_tenant(tag, ts, record) "
+                'local k = record["kubernetes"] or {} local ns = k["namespace_name"] '
+                f'if teams[ns] then record["{TENANT_KEY}"] = ns else record["{TENANT_KEY}"] = '
+                f'"{LOKI_PLATFORM_TENANT}" end return 2, ts, record end',
+            ),
+        ],
+    )
     labels = ", ".join(
         [
             "namespace=$kubernetes['namespace_name']",
@@ -492,6 +582,8 @@ def fluent_bit_config(fluent_bit: FluentBitSpec, logging_namespace: str) -> dict
             ("Port", str(LOKI_GATEWAY_SERVICE_PORT)),
             ("Uri", LOKI_PUSH_PATH),
             ("Labels", labels),
+            ("Tenant_ID_Key", TENANT_KEY),
+            ("Remove_Keys", TENANT_KEY),
             ("Line_Format", "json"),
             ("Retry_Limit", "5"),
         ],
@@ -514,6 +606,8 @@ def fluent_bit_values(args: MonitoringStackArgs) -> dict[str, Any]:
         "tolerations": [{"operator": "Exists"}],
         "testFramework": {"enabled": False},
         "serviceMonitor": {"enabled": False},
-        "config": fluent_bit_config(args.fluent_bit, args.logging_namespace),
+        "config": fluent_bit_config(
+            args.fluent_bit, args.logging_namespace, list(args.team_namespaces.values())
+        ),
     }
     return merge_values(values, chart_image_values(FLUENT_BIT_IMAGES, args.registry_mirror))

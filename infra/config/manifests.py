@@ -30,7 +30,13 @@ from components.constants import (
     TEAM_VIEWER_ROLE,
     TEAM_WORKLOAD_SERVICE_ACCOUNT,
 )
-from components.guardrails import PRIORITY_QUOTA_NAME, SHAPES, policy_name
+from components.guardrails import (
+    MONITOR_POLICIES,
+    POLICY_PREFIX,
+    PRIORITY_QUOTA_NAME,
+    SHAPES,
+    policy_name,
+)
 from components.kueue import cluster_queue_name, default_cluster_queue_name
 from components.raw_manifests import (
     CLUSTER_SCOPED_KINDS,
@@ -147,10 +153,13 @@ def platform_objects(config: Any) -> dict[ObjectKey, str]:
             found[(f"{KUEUE_GROUP}/WorkloadPriorityClass", None, pc.name)] = where
     for _, sc in parsed(config.storage.classes):
         found[("storage.k8s.io/StorageClass", None, sc.name)] = _ref("storage.classes", sc.name)
-    for shape in SHAPES:
+    guardrails = [policy_name(shape) for shape in SHAPES]
+    guardrails += [f"{POLICY_PREFIX}{monitors.name}" for monitors in MONITOR_POLICIES]
+    for guardrail in guardrails:
         for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
-            key = (f"admissionregistration.k8s.io/{kind}", None, policy_name(shape))
-            found[key] = "the tenant guardrails"
+            found[(f"admissionregistration.k8s.io/{kind}", None, guardrail)] = (
+                "the tenant guardrails"
+            )
     for _, pool in parsed(config.node_pools):
         where = _ref("nodePools", pool.name)
         if config.queueing.enabled:

@@ -117,6 +117,19 @@ class ResourceRequirementsConfig(ConfigModel):
     limits: dict[str, Quantity] = {}
 
 
+class ScrapeLimitsConfig(ConfigModel):
+    """Limits Prometheus enforces on every scrape, teams' monitors included: a team's exporter
+    cannot flood the TSDB. They bind the platform's own scrapes too (cAdvisor and
+    kube-state-metrics are the largest), so size them above those."""
+
+    samples: int = Field(default=500_000, ge=1)
+    """Most samples one scrape of one target may return (``enforcedSampleLimit``)."""
+    targets: int = Field(default=1_000, ge=1)
+    """Most targets one monitor's endpoint may discover (``enforcedTargetLimit``)."""
+    labels: int = Field(default=64, ge=1)
+    """Most labels one sample may carry (``enforcedLabelLimit``)."""
+
+
 class PrometheusConfig(ConfigModel):
     """The Prometheus server: how long it keeps data and where."""
 
@@ -136,6 +149,8 @@ class PrometheusConfig(ConfigModel):
         {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
     )
     """Prometheus container resources: 500m / 2Gi requested, 4Gi memory limit."""
+    scrape_limits: ScrapeLimitsConfig = ScrapeLimitsConfig()
+    """Per-scrape limits for every monitor. Default: 500,000 samples, 1,000 targets, 64 labels."""
 
 
 class AlertReceiverConfig(ConfigModel):

@@ -16,6 +16,7 @@ from pulumi_policy import (
 
 from components.constants import APP_NAME_LABEL, GPU_QUOTA_KEY, TEAM_LABEL
 from components.constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION as EXCEPTION_ANNOTATION
+from components.monitoring.constants import PLATFORM_ALERT_LABEL
 
 from .kube import (
     as_map,
@@ -24,6 +25,7 @@ from .kube import (
     dig,
     effective_namespace,
     is_kind,
+    iter_strings,
     labels_of,
     metadata,
     name_of,
@@ -309,4 +311,87 @@ escape_hatch_exceptions = resource_policy(
         _parse_approved,
     ),
     kinds=None,
+)
+
+
+# --- tenant-monitors-confined ---------------------------------------------------------------------
+_FILE_FIELDS: Final = ("caFile", "certFile", "keyFile")
+
+
+def _monitor_problems(kind: str, props: Mapping[str, Any], namespace: str) -> Iterator[str]:
+    spec = as_map(props.get("spec"))
+    who = f'{kind} "{name_of(props)}"'
+    if kind == "PrometheusRule":
+        for group in as_seq(spec.get("groups")):
+            group = as_map(group)
+            labelled = [as_map(group.get("labels"))] + [
+                as_map(as_map(rule).get("labels")) for rule in as_seq(group.get("rules"))
+            ]
+            if any(PLATFORM_ALERT_LABEL in labels for labels in labelled):
+                yield (
+                    f'{who} group "{as_str(group.get("name")) or "?"}" sets the label '
+                    f"{PLATFORM_ALERT_LABEL}, which marks the platform's alerts (they page its "
+                    "on-call and may silence others)"
+                )
+        return
+    selector = as_map(spec.get("namespaceSelector"))
+    names = set(iter_strings(selector.get("matchNames")))
+    if selector.get("any") is True or names - {namespace}:
+        yield f"{who} selects namespaces beyond its own (spec.namespaceSelector)"
+    key = "endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints"
+    for index, endpoint in enumerate(as_seq(spec.get(key)), start=1):
+        endpoint = as_map(endpoint)
+        files = [f for f in ("bearerTokenFile",) if endpoint.get(f)]
+        files += [
+            f"tlsConfig.{f}" for f in _FILE_FIELDS if as_map(endpoint.get("tlsConfig")).get(f)
+        ]
+        if files:
+            yield (
+                f"{who} endpoint {index} points Prometheus at its own files ({', '.join(files)}): "
+                "they hold its token and keys, and would be sent to the target"
+            )
+        if endpoint.get("honorLabels") is True:
+            yield (
+                f"{who} endpoint {index} sets honorLabels: the target could overwrite the "
+                "labels Prometheus sets (namespace, pod, job)"
+            )
+
+
+def _check_monitors(
+    args: ResourceValidationArgs, report: ReportViolation, system: frozenset[str]
+) -> None:
+    token = parse_type(args.resource_type)
+    namespace = effective_namespace(args.props)
+    if token is None or namespace in system:
+        return
+    for message in _monitor_problems(token.kind, args.props, namespace):
+        report(message, None)
+
+
+tenant_monitors_confined = resource_policy(
+    name="tenant-monitors-confined",
+    description=(
+        "Teams' ServiceMonitors, PodMonitors and PrometheusRules stay in their namespace: no "
+        "other namespaces, no Prometheus files (its token), no honorLabels, no platform alert "
+        "label."
+    ),
+    category=Category.TENANCY,
+    severity=Severity.HIGH,
+    remediation=(
+        "Drop spec.namespaceSelector (a team's monitor scrapes its own namespace), take "
+        "credentials from the namespace's Secrets (authorization.credentials, bearerTokenSecret, "
+        "tlsConfig.ca/cert/keySecret) instead of bearerTokenFile or tlsConfig files, drop "
+        f"honorLabels, and never set {PLATFORM_ALERT_LABEL} on a rule: the team's alerts route "
+        "to the team's receivers. The cluster refuses the same (the tenant guardrails)."
+    ),
+    check=_check_monitors,
+    knobs=Knobs(
+        {"systemNamespaces": system_namespaces_knob()},
+        lambda raw: namespaces(raw, "systemNamespaces"),
+    ),
+    kinds=(
+        "monitoring.coreos.com/ServiceMonitor",
+        "monitoring.coreos.com/PodMonitor",
+        "monitoring.coreos.com/PrometheusRule",
+    ),
 )

@@ -20,11 +20,14 @@ from components.constants import (
     TENANT_PRIORITY_CLASSES_ANNOTATION,
 )
 from components.guardrails import (
+    MONITOR_POLICIES,
+    POLICY_PREFIX,
     PRIORITY_QUOTA_NAME,
     RULES,
     SHAPES,
     Message,
     TenantLimits,
+    binding_spec,
     policy_name,
     policy_spec,
     priority_quota_spec,
@@ -66,6 +69,18 @@ def test_every_shape_has_a_policy_and_a_binding_over_team_namespaces(stack, dev_
         "jobs",
         "cronjobs",
     }
+
+
+def test_teams_monitors_and_rules_have_their_policies(prod_run):
+    for monitors in MONITOR_POLICIES:
+        name = f"{POLICY_PREFIX}{monitors.name}"
+        policy = prod_run.find("ValidatingAdmissionPolicy", name).inputs["spec"]
+        binding = prod_run.find("ValidatingAdmissionPolicyBinding", name).inputs["spec"]
+        (rule,) = policy["matchConstraints"]["resourceRules"]
+        assert rule["apiGroups"] == ["monitoring.coreos.com"]
+        assert rule["resources"] == [monitors.resource]
+        assert len(policy["validations"]) == len(monitors.rules)
+        assert binding == binding_spec(name)
 
 
 def test_without_kueue_no_rule_asks_for_a_queue(dev_config):

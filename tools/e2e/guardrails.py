@@ -8,7 +8,9 @@ pass. GPU limits that differ from requests are refused by the API server's valid
 any admission policy: that refusal is checked with the API server's message.
 
 Needs, on the cluster, what ``pulumi up`` creates: the policies and bindings, the team namespaces
-(with the annotations the policies read), the team RBAC and the PriorityClasses.
+(with the annotations the policies read), the team RBAC and the PriorityClasses; the monitor
+cases run where the cluster serves the Prometheus operator's kinds (kube-prometheus-stack brings
+them), and the facts say when it does not.
 """
 
 from __future__ import annotations
@@ -33,7 +35,19 @@ from components.constants import (
     TENANT_NODE_POOLS_ANNOTATION,
     TENANT_PRIORITY_CLASSES_ANNOTATION,
 )
-from components.guardrails import POLICY_PREFIX, SHAPES, policy_name, rule
+from components.guardrails import (
+    MONITOR_POLICIES,
+    POLICY_PREFIX,
+    SHAPES,
+    monitor_rule,
+    policy_name,
+    rule,
+)
+from components.monitoring.constants import (
+    PLATFORM_ALERT_LABEL,
+    PLATFORM_ALERT_VALUE,
+    SERVICE_ACCOUNT_TOKEN_PATH,
+)
 
 API_VALIDATION_GPU_LIMIT = f"must be equal to {GPU_RESOURCE} limit"
 """What the API server's own validation says of a GPU request that differs from its limit."""
@@ -319,6 +333,101 @@ def cases(team: Team, all_classes: list[str], all_pools: list[str]) -> list[Case
     return found
 
 
+def _monitor(kind: str, name: str, team: Team, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": kind,
+        "metadata": _meta(name, team.namespace),
+        "spec": spec,
+    }
+
+
+def monitor_cases(team: Team) -> list[Case]:
+    """What a team admin may and may not ask of Prometheus (its Role grants these kinds)."""
+    ns = team.namespace
+    policy = {m.name: f"{POLICY_PREFIX}{m.name}" for m in MONITOR_POLICIES}
+    selector = {"matchLabels": {"app.kubernetes.io/name": "e2e"}}
+    endpoint = {"port": "metrics"}
+    alert = {"alert": "E2EAlert", "expr": "vector(1)", "labels": {"severity": "warning"}}
+    return [
+        Case(
+            "own-service-monitor",
+            _monitor(
+                "ServiceMonitor", "own", team, {"selector": selector, "endpoints": [endpoint]}
+            ),
+        ),
+        Case(
+            "own-rule",
+            _monitor(
+                "PrometheusRule", "own-rule", team, {"groups": [{"name": "e2e", "rules": [alert]}]}
+            ),
+        ),
+        Case(
+            "monitor-of-every-namespace",
+            _monitor(
+                "ServiceMonitor",
+                "everywhere",
+                team,
+                {"namespaceSelector": {"any": True}, "selector": selector, "endpoints": [endpoint]},
+            ),
+            monitor_rule("monitor-namespace").message.text(namespace=ns),
+            policy["servicemonitors"],
+        ),
+        Case(
+            "monitor-sending-prometheus-token",
+            _monitor(
+                "ServiceMonitor",
+                "token",
+                team,
+                {
+                    "selector": selector,
+                    "endpoints": [{**endpoint, "bearerTokenFile": SERVICE_ACCOUNT_TOKEN_PATH}],
+                },
+            ),
+            monitor_rule("monitor-files").message.text(namespace=ns),
+            policy["servicemonitors"],
+        ),
+        Case(
+            "pod-monitor-honouring-labels",
+            _monitor(
+                "PodMonitor",
+                "honour",
+                team,
+                {"selector": selector, "podMetricsEndpoints": [{**endpoint, "honorLabels": True}]},
+            ),
+            monitor_rule("monitor-honor-labels").message.text(),
+            policy["podmonitors"],
+        ),
+        Case(
+            "rule-paging-the-platform",
+            _monitor(
+                "PrometheusRule",
+                "page",
+                team,
+                {
+                    "groups": [
+                        {
+                            "name": "e2e",
+                            "rules": [
+                                {**alert, "labels": {PLATFORM_ALERT_LABEL: PLATFORM_ALERT_VALUE}}
+                            ],
+                        }
+                    ]
+                },
+            ),
+            monitor_rule("rule-platform-label").message.text(label=PLATFORM_ALERT_LABEL),
+            policy["prometheusrules"],
+        ),
+    ]
+
+
+def serves_monitors(cluster: Cluster) -> bool:
+    done = cluster.kubectl(
+        "api-resources", "--api-group=monitoring.coreos.com", "-o", "name", check=False
+    )
+    return done.returncode == 0 and "servicemonitors.monitoring.coreos.com" in done.stdout
+
+
 def submit(cluster: Cluster, team: Team, manifest: dict[str, Any]) -> tuple[bool, str]:
     """Create ``manifest`` as a member of the team's admin group; (accepted, kubectl's words)."""
     done = cluster.kubectl(
@@ -361,7 +470,10 @@ def check_guardrails(
         (p.get("metadata") or {}).get("name", "")
         for p in _objects(report, "ValidatingAdmissionPolicy")
     )
-    expected = sorted(policy_name(shape) for shape in SHAPES)
+    expected = sorted(
+        [policy_name(shape) for shape in SHAPES]
+        + [f"{POLICY_PREFIX}{m.name}" for m in MONITOR_POLICIES]
+    )
     if [p for p in policies if p.startswith(POLICY_PREFIX)] != expected:
         problems.append(f"the report declares policies {policies}, expected {expected}")
         return problems, facts
@@ -380,9 +492,14 @@ def check_guardrails(
     found_teams = teams(report)
     if not found_teams:
         problems.append("no team namespace with an admin group in the report: nothing proved")
+    monitors = serves_monitors(cluster)
+    if not monitors:
+        facts.append(
+            "the cluster serves no monitoring.coreos.com kinds: monitor guardrails not met"
+        )
     for team in found_teams:
         refused = allowed = 0
-        for case in cases(team, classes, pools):
+        for case in cases(team, classes, pools) + (monitor_cases(team) if monitors else []):
             accepted, said = submit_as(cluster, team, case.manifest)
             problem = _judge(case, accepted, said)
             if problem is not None:
