@@ -22,19 +22,19 @@ def cm(name: str, namespace: str | None = "research", **extra: Any) -> dict[str,
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, **extra}
 
 
-CLUSTER_ROLE = {
+CLUSTER_ROLE: dict[str, Any] = {
     "apiVersion": "rbac.authorization.k8s.io/v1",
     "kind": "ClusterRole",
     "metadata": {"name": "gpu-node-reader"},
     "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
 }
-WEBHOOK = {
+WEBHOOK: dict[str, Any] = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingWebhookConfiguration",
     "metadata": {"name": "anything-goes"},
     "webhooks": [],
 }
-SECRET = {
+SECRET: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Secret",
     "metadata": {"name": "hf-token", "namespace": "research"},
