@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from components.charts import merge_values
+from components.constants import TEAM_LABEL
 from components.kueue import KueueArgs, chart_values, manager_config
 from tools.e2e import build as builder
 from tools.e2e import cluster as clusters
@@ -1019,7 +1020,12 @@ class TestKueueForReal:
                         ],
                     },
                 },
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-e2e"}},
+                # Kueue's webhooks see team namespaces only (components/kueue.py).
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": "team-e2e", "labels": {TEAM_LABEL: "e2e"}},
+                },
                 {
                     "apiVersion": "kueue.x-k8s.io/v1beta2",
                     "kind": "LocalQueue",
