@@ -17,7 +17,7 @@ PY_DIRS     := __main__.py infra components tools policies tests bench examples
 # machines set it) every preview process would otherwise compile them again (docs/performance.md).
 BYTECODE    := __main__.py infra components tools policies bench
 
-.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench e2e e2e-build clean
+.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench e2e e2e-day2 e2e-build clean
 
 install: $(STAMP)
 
@@ -47,6 +47,10 @@ preview-all: bytecode
 ## make e2e [STACK=dev]. Builds the Go tools first (cached outside the checkout).
 e2e: bytecode
 	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m tools.e2e run --stack $(STACK)
+
+## Day two on the real engine (Kueue admitting, faults, destroy): make e2e-day2 [STACK=dev]
+e2e-day2: bytecode
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m tools.e2e day2 --stack $(STACK)
 
 ## Only build (or find cached) the e2e's Go tools: the CLI, providers, Kubernetes, etcd, KWOK, Kueue.
 e2e-build: install

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import build, cluster, compare, run
+from . import build, cluster, compare, day2, run
 
 
 def main(argv: list[str]) -> int:
@@ -12,6 +12,7 @@ def main(argv: list[str]) -> int:
         "build": build.main,
         "cluster": cluster.main,
         "run": run.main,
+        "day2": day2.main,
         "compare": compare.main,
     }
     if not argv or argv[0] not in commands:

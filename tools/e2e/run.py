@@ -83,10 +83,9 @@ def policy_config(stack: str) -> Path:
 class E2E:
     """One stack's run: its work folder, its CLI, its cluster and its report."""
 
-    def __init__(self, stack: str, *, keep_cluster: bool = False) -> None:
+    def __init__(self, stack: str, *, work_dir: Path | None = None) -> None:
         self.stack = stack
-        self.work_dir = WORK_ROOT / stack
-        self.keep_cluster = keep_cluster
+        self.work_dir = (work_dir or WORK_ROOT / stack).resolve()
         self.report = Report(stack, self.work_dir / "report.json")
         self.e2e_stack: E2EStack | None = None
         self.cli: PulumiCli | None = None
