@@ -12,6 +12,7 @@ checks with ``e2e.step(name, action)``. Every section has its own work folder,
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 from collections.abc import Sequence
@@ -35,9 +36,9 @@ def run(stack: str, sections: Sequence[str]) -> int:
     summary: dict[str, object] = {}
     codes = []
     for name in sections:
-        module: Section = importlib.import_module(SECTIONS[name])  # type: ignore[assignment]
+        module: Section = importlib.import_module(SECTIONS[name])
         e2e = E2E(stack, work_dir=WORK_ROOT / f"{stack}-day2-{name}")
-        code = e2e.run(lambda e2e=e2e, module=module: module.run_section(e2e))
+        code = e2e.run(functools.partial(module.run_section, e2e))
         codes.append(code)
         summary[name] = e2e.report.to_dict()
         if code == 130:
