@@ -263,12 +263,15 @@ def cases(team: Team, all_classes: list[str], all_pools: list[str]) -> list[Case
             pods,
         )
     )
+    # A Job's template, not a bare Pod: in a team namespace Kueue gates every pod it manages
+    # (manageJobsWithoutQueueName), and the API server refuses nodeName on a gated pod before
+    # any admission policy sees it.
     found.append(
         Case(
             "node-name",
-            _pod("node-name", team, node_name="any-node"),
+            _job("node-name", team, node_name="any-node"),
             rule("node-name").message.text(namespace=ns, pools=pools),
-            pods,
+            workloads,
         )
     )
     if team.gpu_queue is None:
