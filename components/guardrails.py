@@ -576,7 +576,7 @@ MONITOR_POLICIES: Final[tuple[MonitorPolicy, ...]] = (
 
 
 def monitor_policy_spec(policy: MonitorPolicy) -> dict[str, Any]:
-    return {
+    spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "resourceRules": [
@@ -588,9 +588,11 @@ def monitor_policy_spec(policy: MonitorPolicy) -> dict[str, Any]:
                 }
             ]
         },
-        "variables": [{"name": n, "expression": e} for n, e in policy.variables],
         "validations": [r.validation() for r in policy.rules],
     }
+    if policy.variables:  # an empty list is dropped by the provider: render what it sends
+        spec["variables"] = [{"name": n, "expression": e} for n, e in policy.variables]
+    return spec
 
 
 def monitor_rule(name: str) -> Rule:

@@ -12,6 +12,7 @@ import pytest
 DROPPED_WHEN_EMPTY = {
     "NetworkPolicy": ("spec.ingress", "spec.egress"),
     "PriorityClass": ("globalDefault",),
+    "ValidatingAdmissionPolicy": ("spec.variables",),
 }
 """Fields the provider omits at their zero value (``omitempty`` in the API's types), as the real
 preview showed."""
