@@ -17,7 +17,7 @@ PY_DIRS     := __main__.py infra components tools policies tests bench examples
 # machines set it) every preview process would otherwise compile them again (docs/performance.md).
 BYTECODE    := __main__.py infra components tools policies bench
 
-.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench e2e e2e-day2 e2e-build clean
+.PHONY: install bytecode preview preview-all test lint typecheck pytest schema docs bench e2e e2e-stack e2e-day2 e2e-build pytest-real clean
 
 install: $(STAMP)
 
@@ -44,8 +44,12 @@ preview-all: bytecode
 	done
 
 ## The real Pulumi CLI and providers deploy a stack to a local cluster (docs/e2e.md):
-## make e2e [STACK=dev]. Builds the Go tools first (cached outside the checkout).
-e2e: bytecode
+## make e2e [STACK=dev]. Builds the Go tools first (cached outside the checkout), runs the tests
+## that need them, then the stack's e2e.
+e2e: e2e-build pytest-real e2e-stack
+
+## Only the stack's e2e (the tools built): make e2e-stack STACK=prod
+e2e-stack: bytecode
 	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m tools.e2e run --stack $(STACK)
 
 ## Day two on the real engine (Kueue admitting, faults, destroy): make e2e-day2 [STACK=dev]
@@ -53,7 +57,7 @@ e2e-day2: bytecode
 	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m tools.e2e day2 --stack $(STACK)
 
 ## Only build (or find cached) the e2e's Go tools: the CLI, providers, Kubernetes, etcd, KWOK, Kueue.
-e2e-build: install
+e2e-build: bytecode
 	$(BIN)/python -m tools.e2e build
 
 ## Lint, type-check and the whole test suite.
@@ -67,7 +71,11 @@ typecheck: install
 	$(BIN)/mypy $(wildcard $(PY_DIRS))
 
 pytest: bytecode
-	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m pytest
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m pytest -m 'not real'
+
+## The tests that run the real binaries (a local cluster, the CLI, the providers): part of make e2e.
+pytest-real: bytecode
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m pytest -m real tests/e2e
 
 ## Regenerate checked-in generated files (tests fail while they are stale).
 schema: install

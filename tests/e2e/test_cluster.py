@@ -273,6 +273,7 @@ def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
         yield cluster
 
 
+@pytest.mark.real
 @needs_binaries
 class TestDevCluster:
     """One cluster for the dev stack, through the Python API the e2e runner uses."""
@@ -522,6 +523,7 @@ def _cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.real
 @needs_binaries
 def test_cli_up_status_down_for_a_karpenter_stack(tmp_path):
     """``up`` returns with the cluster running in the background; ``status`` and ``down`` are
@@ -577,6 +579,7 @@ def test_cli_up_status_down_for_a_karpenter_stack(tmp_path):
         LocalCluster("prod", work_dir=Path(work), log=lambda _: None).down(quiet=True)
 
 
+@pytest.mark.real
 @needs_binaries
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_up_stops_what_it_started(tmp_path, signum):
@@ -609,6 +612,7 @@ def test_interrupting_up_stops_what_it_started(tmp_path, signum):
         LocalCluster("dev", work_dir=work, log=lambda _: None).down(quiet=True)
 
 
+@pytest.mark.real
 @needs_binaries
 def test_a_component_that_dies_fails_up_with_its_log_and_stops_the_rest(tmp_path):
     bin_dir = tmp_path / "bin"

@@ -36,7 +36,7 @@ needs_binaries = pytest.mark.skipif(
     bool(MISSING),
     reason=f"not built: {', '.join(MISSING)} (python -m tools.e2e build kubernetes etcd kwok)",
 )
-pytestmark = needs_binaries
+pytestmark = [pytest.mark.real, needs_binaries]
 
 GUARDED_KINDS = (
     "Namespace",

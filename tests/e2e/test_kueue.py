@@ -945,6 +945,7 @@ def kueue_cluster(tmp_path_factory) -> Iterator[Cluster]:
         print("\n".join(lines[-80:]))
 
 
+@pytest.mark.real
 @needs_binaries
 class TestKueueForReal:
     def test_the_controller_waited_for_the_chart_and_the_pod_for_the_process(self, kueue_cluster):

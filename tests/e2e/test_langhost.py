@@ -606,6 +606,7 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.real
 @needs_cli
 def test_cli_preview_up_output_refresh_destroy(cli: Cli) -> None:
     preview = cli("preview")
@@ -623,6 +624,7 @@ def test_cli_preview_up_output_refresh_destroy(cli: Cli) -> None:
     assert not cli.strays(), cli.strays()
 
 
+@pytest.mark.real
 @needs_cli
 def test_cli_policy_pack_advisory_and_mandatory(cli: Cli, tmp_path: Path) -> None:
     advisory = cli("preview", "--policy-pack", str(cli.pack))
@@ -643,6 +645,7 @@ def test_cli_policy_pack_advisory_and_mandatory(cli: Cli, tmp_path: Path) -> Non
     assert not cli.strays(), cli.strays()
 
 
+@pytest.mark.real
 @needs_cli
 def test_cli_shows_a_run_error_without_traceback(cli: Cli) -> None:
     cli("config", "set", "fail", "true")

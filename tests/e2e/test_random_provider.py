@@ -49,10 +49,13 @@ SPECIALS = "!#%&*()-_=+[]{}<>:?"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 """The key that marks a secret value in a gRPC property struct (Pulumi's wire format)."""
 
-pytestmark = pytest.mark.skipif(
-    not PROVIDER.exists(),
-    reason=f"{PROVIDER} is not built (`python -m tools.e2e build random-provider`)",
-)
+pytestmark = [
+    pytest.mark.real,
+    pytest.mark.skipif(
+        not PROVIDER.exists(),
+        reason=f"{PROVIDER} is not built (`python -m tools.e2e build random-provider`)",
+    ),
+]
 
 
 @dataclass
