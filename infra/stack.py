@@ -6,6 +6,7 @@ never import from ``infra``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -369,6 +370,7 @@ def training_job_args(
     owner: Tenant,
     contract: SchedulingContract | None,
     config: PlatformConfig,
+    after: Sequence[pulumi.Resource] = (),
 ) -> TrainingJobArgs:
     settings = workload.training_settings
     checkpoints = settings.checkpoints
@@ -413,6 +415,9 @@ def training_job_args(
             fail_job_on_gpu_mismatch=preflight.fail_job_on_gpu_mismatch,
         ),
         egress=_egress(workload.egress),
+        depends_on=tuple(after),
+        # Its Output: a claim the job creates waits for the namespace (and nothing else).
+        claim_namespace=owner.namespace.namespace,
     )
 
 
@@ -511,10 +516,13 @@ def deploy_workload(
     if owner.default_queue is not None and names_no_queue:
         after.append(owner.default_queue.local_queue)
     after += [volume for name, volume in owner.volumes.items() if name in claims]
-    opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
     name = workload_name(workload)
     if workload.kind == "training":
-        return TrainingJob(name, training_job_args(workload, owner, contract, config), opts)
+        # The job's objects wait, not the component: a checkpoint claim it creates would
+        # otherwise depend on all of the above (TrainingJobArgs.depends_on says why).
+        args = training_job_args(workload, owner, contract, config, after)
+        return TrainingJob(name, args, pulumi.ResourceOptions(provider=provider))
+    opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
     return InferenceService(name, inference_service_args(workload, owner, contract, config), opts)
 
 

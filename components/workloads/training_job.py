@@ -213,6 +213,17 @@ class TrainingJobArgs:
     run_as_group: int = 1000
     fs_group: int = 1000
     """Group that owns the checkpoint volume's files."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """What the job's objects wait for (the team's queue, the claims it mounts), given here
+    rather than as the component's ``depends_on``: the engine counts a parent's dependencies as
+    its children's, so a protected checkpoint claim under a component that depends on the queue
+    would depend on the queue, the Kueue release and the team's other claims. ``pulumi destroy``
+    would then not reach (nor name) those claims, and ``--exclude-protected`` would keep all of
+    it. The checkpoint claim the job creates waits for ``claim_namespace`` instead."""
+    claim_namespace: pulumi.Input[str] | None = None
+    """The namespace for a checkpoint claim the job creates, as ``TeamNamespace.namespace``
+    (its Output): the claim then depends on its namespace and nothing else. None: ``namespace``,
+    and the claim waits for ``depends_on`` like the job's other objects."""
     read_only_root_filesystem: bool = True
 
     def __post_init__(self) -> None:
@@ -525,7 +536,8 @@ class TrainingJob(pulumi.ComponentResource):
         self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:workloads:TrainingJob", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        after = list(args.depends_on)
+        child = pulumi.ResourceOptions(parent=self, depends_on=after)
         labels = workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
 
         def meta(object_name: str, **extra: Any) -> dict[str, Any]:
@@ -548,7 +560,7 @@ class TrainingJob(pulumi.ComponentResource):
                     f"{name}-checkpoints",
                     metadata={
                         "name": args.checkpoint_claim,
-                        "namespace": args.namespace,
+                        "namespace": args.claim_namespace or args.namespace,
                         "labels": {**labels, VOLUME_PURPOSE_LABEL: "checkpoints"},
                         # Pending until the first worker mounts it (WaitForFirstConsumer).
                         "annotations": {SKIP_AWAIT_ANNOTATION: "true"},
@@ -558,7 +570,11 @@ class TrainingJob(pulumi.ComponentResource):
                         "storageClassName": checkpoints.storage_class,
                         "resources": {"requests": {"storage": checkpoints.size}},
                     },
-                    opts=pulumi.ResourceOptions(parent=self, protect=checkpoints.protect),
+                    opts=pulumi.ResourceOptions(
+                        parent=self,
+                        protect=checkpoints.protect,
+                        depends_on=[] if args.claim_namespace is not None else after,
+                    ),
                 )
             )
         if args.service_name:
@@ -603,6 +619,7 @@ class TrainingJob(pulumi.ComponentResource):
                 "annotations": {SKIP_AWAIT_ANNOTATION: "true"},
             },
             spec=job_spec(args),
+            # After its objects, so after ``depends_on`` (the network policy always waits for it).
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_job, **job_options(args)),
         )
 

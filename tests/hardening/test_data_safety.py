@@ -6,6 +6,12 @@ tests compute that set from the captured resource options and assert it holds no
 data: PVCs, namespaces (deleting one deletes its PVCs), storage classes, StatefulSets whose claims
 go with them, Helm releases whose charts persist data. Dev, which protects nothing, shows the
 computation finds such resources when they are there.
+
+The engine orders a destroy by dependencies (parents' included) and refuses on a protected
+resource only once it reaches it, so the protected claims must not depend on one another, nor on
+anything a teardown removes (``pulumi destroy --exclude-protected`` keeps what they depend on).
+The e2e (``python -m tools.e2e day2 --stack prod --section destroy``) runs the same on the real
+engine.
 """
 
 from __future__ import annotations
@@ -134,6 +140,57 @@ def test_prod_statefulsets_keep_their_claims(prod_run) -> None:
     for statefulset in with_claims:
         policy = statefulset.inputs["spec"].get("persistentVolumeClaimRetentionPolicy")
         assert policy == {"whenDeleted": "Retain", "whenScaled": "Retain"}, statefulset.name
+
+
+def dependency_closure(run: MockRun[Any], urn: str) -> set[str]:
+    """What the engine counts ``urn`` as depending on, transitively: its parent, provider,
+    ``dependsOn`` and property dependencies. A destroy deletes a resource only after all that
+    depends on it; ``--exclude-protected`` keeps a protected resource with all of this."""
+    by_urn = {r.urn: r for r in run.resources}
+    closure: set[str] = set()
+    pending = [urn]
+    while pending:
+        resource = by_urn.get(pending.pop())
+        if resource is None:
+            continue
+        provider = (resource.options.get("provider") or "").rsplit("::", 1)[0]
+        edges = [resource.parent, provider, *resource.options.get("dependsOn", [])]
+        edges += [u for urns in resource.property_dependencies.values() for u in urns]
+        for edge in edges:
+            if edge and edge not in closure:
+                closure.add(edge)
+                pending.append(edge)
+    return closure
+
+
+def test_prod_destroy_reaches_every_protected_resource(prod_run) -> None:
+    """``pulumi destroy`` names (and refuses on) a protected resource only once it has reached
+    it: a protected claim that another protected resource depends on is not named. So none may
+    depend on another (a job's own checkpoint claim used to, through its component, on the
+    team's dataset claim)."""
+    protected = {r.urn for r in prod_run.resources if r.options.get("protect")}
+    assert protected
+    for urn in protected:
+        assert not dependency_closure(prod_run, urn) & protected, urn
+
+
+def test_prod_data_depends_on_nothing_a_teardown_removes(prod_run) -> None:
+    """A protected claim depends on its namespace (retained), components and the provider only:
+    ``pulumi destroy --exclude-protected`` then removes everything else, instead of keeping the
+    queue, the Kueue release and a team's tenancy because a claim's parent waited for them."""
+    by_urn = {r.urn: r for r in prod_run.resources}
+    claims = [r for r in prod_run.kubernetes_objects() if r.kind == "PersistentVolumeClaim"]
+    for claim in claims:
+        needs = [by_urn[u] for u in dependency_closure(prod_run, claim.urn) if u in by_urn]
+        removable = [
+            r.name
+            for r in needs
+            if r.custom
+            and not r.type.startswith("pulumi:providers:")
+            and not r.options.get("retainOnDelete")
+        ]
+        assert not removable, (claim.name, removable)
+        assert any(r.kind == "Namespace" for r in needs), claim.name  # it still waits for it
 
 
 def test_release_detection() -> None:

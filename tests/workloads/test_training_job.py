@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pulumi_kubernetes as k8s
 import pytest
 
 from components.constants import (
@@ -506,3 +507,43 @@ def test_network_policy_allows_own_pods_dns_and_configured_ranges_only():
     }
     no_egress = only(rendered(job_args()), "NetworkPolicy").inputs["spec"]["egress"]
     assert len(no_egress) == 2  # own pods and DNS: no external range configured
+
+
+def test_depends_on_orders_the_objects_and_a_created_claim_waits_for_its_namespace_only():
+    """The component itself depends on nothing: the engine counts a parent's dependencies as its
+    children's, and a protected claim must not depend on the job's queue (a destroy would then
+    neither reach nor name it)."""
+
+    def build() -> None:
+        namespace = k8s.core.v1.Namespace("ns", metadata={"name": "research"})
+        queue = k8s.core.v1.ConfigMap("queue", metadata={"name": "q", "namespace": "research"})
+        args = job_args(
+            depends_on=(queue,),
+            claim_namespace=namespace.metadata.apply(lambda meta: meta.name or "research"),
+        )
+        TrainingJob("t", args)
+
+    run = render(build)
+    queue = next(r.urn for r in run.resources if r.name == "queue")
+    namespace = next(r.urn for r in run.resources if r.name == "ns")
+    component = next(r for r in run.resources if r.type == "aiplatform:workloads:TrainingJob")
+    assert component.options["dependsOn"] == []
+    claim = only(run, "PersistentVolumeClaim")
+    assert claim.options["dependsOn"] == [namespace]
+    assert claim.metadata["namespace"] == "research"
+    for kind in ("ConfigMap", "Service", "NetworkPolicy"):
+        waiting = [r for r in run.kubernetes_objects() if r.kind == kind]
+        waiting = [r for r in waiting if r.parent == component.urn]
+        assert waiting and all(queue in r.options["dependsOn"] for r in waiting), kind
+    job = only(run, "Job")
+    assert claim.urn in job.options["dependsOn"]
+
+
+def test_without_claim_namespace_a_created_claim_waits_like_the_other_objects():
+    def build() -> None:
+        queue = k8s.core.v1.ConfigMap("queue", metadata={"name": "q", "namespace": "research"})
+        TrainingJob("t", job_args(depends_on=(queue,)))
+
+    run = render(build)
+    queue = next(r.urn for r in run.resources if r.name == "queue")
+    assert only(run, "PersistentVolumeClaim").options["dependsOn"] == [queue]
