@@ -20,12 +20,13 @@ from typing import Protocol
 
 from .run import E2E, WORK_ROOT
 
-SECTIONS = {
-    "kueue": "tools.e2e.day2_kueue",
-    "faults": "tools.e2e.day2_faults",
-    "destroy": "tools.e2e.day2_destroy",
+SECTIONS: dict[str, tuple[str, str | None]] = {
+    "kueue": ("tools.e2e.day2_kueue", None),
+    "faults": ("tools.e2e.day2_faults", None),
+    "destroy": ("tools.e2e.day2_destroy", "prod"),
 }
-"""Section name -> module; the order is the order they run in."""
+"""Section name -> (module, the stack it needs, None: the one asked for); in the order they run.
+Destroy needs a stack that protects its data: the prod stack file."""
 
 
 class Section(Protocol):
@@ -36,8 +37,10 @@ def run(stack: str, sections: Sequence[str]) -> int:
     summary: dict[str, object] = {}
     codes = []
     for name in sections:
-        module: Section = importlib.import_module(SECTIONS[name])
-        e2e = E2E(stack, work_dir=WORK_ROOT / f"{stack}-day2-{name}")
+        module_name, needs = SECTIONS[name]
+        module: Section = importlib.import_module(module_name)
+        section_stack = needs or stack
+        e2e = E2E(section_stack, work_dir=WORK_ROOT / f"{section_stack}-day2-{name}")
         code = e2e.run(functools.partial(module.run_section, e2e))
         codes.append(code)
         summary[name] = e2e.report.to_dict()
