@@ -325,7 +325,9 @@ def synthetic_config(workloads: int) -> dict[str, Any]:
         "teams": [_team(name, index) for index, name in enumerate(team_names)],
         "nodePools": _pools(teams),
         "gpuStack": {"driver": False, "toolkit": False},
-        "queueing": {"cohort": "bench"},
+        # Every team borrows on h100-training and may use batch-low: only LowerPriority reclaim
+        # keeps batch-low from preempting (Kueue ignores a class's preemptionPolicy).
+        "queueing": {"cohort": "bench", "reclaimWithinCohort": "LowerPriority"},
         "monitoring": {
             # As in prod: egress to named ranges only (the pack rejects 0.0.0.0/0).
             "alertmanager": {"egressCidrs": ["10.0.250.0/24"]},

@@ -67,7 +67,8 @@ from components.workloads import (
 from .config import PlatformConfig
 from .config.gpu import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig
 from .config.manifests import exception_positions
-from .config.queueing import QuotaAmounts, TeamQueueConfig
+from .config.quantity import format_bytes
+from .config.queueing import QuotaAmounts, TeamQueueConfig, default_queue_capacity
 from .config.rules import pool_capacity
 from .config.teams import TeamConfig
 from .config.workloads import ComputeConfig, EgressConfig, WorkloadConfig
@@ -311,6 +312,19 @@ def _team_queue_args(
         queueing_strategy=queueing.queueing_strategy,
         reclaim_within_cohort=queueing.reclaim_within_cohort,
         within_cluster_queue=queueing.within_cluster_queue,
+    )
+
+
+def default_queue_args(team: TeamConfig) -> DefaultQueueArgs:
+    """The team's default queue: its namespace quota less what its GPU queue may admit
+    (``default_queue_capacity`` says why), so Kueue never admits what the quota refuses."""
+    left = default_queue_capacity(team.quota.cpu, team.quota.memory, team.queue)
+    cpu = left["cpu"]
+    return DefaultQueueArgs(
+        team.name,
+        team.namespace_name,
+        str(int(cpu)) if cpu == cpu.to_integral_value() else f"{int(cpu * 1000)}m",
+        format_bytes(left["memory"]),
     )
 
 
@@ -658,7 +672,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         if kueue is not None:
             default_queue = DefaultQueue(
                 default_queue_name(team),
-                DefaultQueueArgs(team.name, team.namespace_name, team.quota.cpu, team.quota.memory),
+                default_queue_args(team),
                 pulumi.ResourceOptions(provider=provider, depends_on=[kueue, tenant]),
             )
         volumes: dict[str, DataVolume] = {}

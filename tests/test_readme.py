@@ -58,7 +58,8 @@ def test_the_team_example_previews_clean(stack: str, tmp_path: Path) -> None:
 def test_the_example_differs_between_stacks_only_where_it_says() -> None:
     dev, prod = team_entries("dev"), team_entries("prod")
     assert dev != prod
-    assert prod[0]["queue"]["pools"][0]["pool"] == "spot-batch"
+    assert prod[0]["queue"]["pools"][0]["pool"] == "l4-inference"
+    assert (prod[0]["quota"]["gpus"], prod[0]["quota"]["migSlices"]) == (4, {"1g.10gb": 0})
     assert prod[0]["volumes"][0]["storageClass"] == "datasets-efs"
 
 

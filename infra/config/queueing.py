@@ -3,17 +3,20 @@
 Model: every queued team gets a ClusterQueue in one shared cohort. ``teams[].queue.pools`` lists
 the node pools the team queues on, each with a nominal quota (guaranteed), a borrowing limit
 (what it may take from idle quota of other teams) and a lending limit (what it lets others take).
-The namespace ResourceQuota stays the hard cap: nominal plus borrowing must fit under it.
+The namespace ResourceQuota stays the hard cap: nominal plus borrowing must fit under it, and
+the team's ``default`` queue (for work that names no queue) admits only what the GPU queue cannot
+take (:func:`default_queue_capacity`).
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Literal
 
 from pydantic import Field
 
 from .base import ConfigModel, DnsLabel, DnsSubdomain
-from .quantity import Count, Quantity
+from .quantity import Count, Quantity, parse_quantity
 
 QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
@@ -76,3 +79,36 @@ class QueueingConfig(ConfigModel):
     """Preemption-based fair sharing of borrowed capacity, by ``fairSharingWeight``."""
     service_monitor: bool = False
     """Create Kueue's ServiceMonitor; needs the Prometheus operator (monitoring)."""
+
+
+def default_queue_capacity(
+    cpu: str, memory: str, queue: TeamQueueConfig | None
+) -> dict[str, Decimal]:
+    """CPU and memory the team's default queue may admit: the namespace quota less the most its
+    GPU queue may admit (nominal plus borrowing limit, over every pool), never below 0.
+
+    Why: both ClusterQueues admit into the one ResourceQuota, and Kueue knows nothing of it.
+    Sized to the whole quota, the default queue would admit CPU-only work that the quota then
+    lacks for a GPU job Kueue admits next (its pods refused, ``exceeded quota``); with the quota
+    split, whatever Kueue admits fits.
+    """
+    left = {"cpu": parse_quantity(cpu), "memory": parse_quantity(memory)}
+    for entry in queue.pools if queue else []:
+        borrow = entry.borrowing_limit
+        left["cpu"] -= parse_quantity(entry.cpu) + parse_quantity(borrow.cpu or "0")
+        left["memory"] -= parse_quantity(entry.memory) + parse_quantity(borrow.memory or "0")
+    return {resource: max(amount, Decimal(0)) for resource, amount in left.items()}
+
+
+def kueue_may_preempt(policy: str, preemptor: int, candidate: int) -> bool:
+    """Whether a ClusterQueue preemption policy lets a workload of priority ``preemptor`` evict
+    one of priority ``candidate``, as Kueue decides it (``SatisfiesPreemptionPolicy``; equal
+    priorities count for ``LowerOrNewerEqualPriority``, which evicts newer equals). Kueue reads
+    the priority value only: a PriorityClass's ``preemptionPolicy`` plays no part."""
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return preemptor > candidate
+    if policy == "LowerOrNewerEqualPriority":
+        return preemptor >= candidate
+    return False

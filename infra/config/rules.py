@@ -38,7 +38,7 @@ from .monitoring import MONITORING_RULES
 from .partial import ByName, SkippedCheck, parsed, run_rules
 from .priority import PriorityClassConfig
 from .quantity import format_bytes, parse_quantity
-from .queueing import TeamPoolQuota
+from .queueing import TeamPoolQuota, default_queue_capacity, kueue_may_preempt
 from .root import PlatformConfig
 from .storage import StorageClassConfig
 from .teams import TeamConfig
@@ -649,6 +649,88 @@ def namespace_quotas_cover_queues(config: PlatformConfig) -> Iterator[ConfigIssu
                 )
 
 
+def _borrows(entry: TeamPoolQuota) -> bool:
+    limit = entry.borrowing_limit
+    return bool(limit.gpus) or any(
+        value is not None and parse_quantity(value) > 0 for value in (limit.cpu, limit.memory)
+    )
+
+
+def never_preempting_classes_never_preempt(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """A class with ``preemptionPolicy: Never`` evicts nobody. Kueue, which decides who runs on
+    queued GPUs, does not read that field: it preempts by the ClusterQueue's policies and the
+    priority value alone. So a team that may use such a class must have nobody its queue's
+    policies let that class evict: no class of its own it outranks (``withinClusterQueue``),
+    and no other team borrowing on one of its pools (``reclaimWithinCohort``: Kueue reclaims
+    from any workload of a borrowing queue the policy allows, whoever lent the quota)."""
+    if not config.queueing.enabled:
+        return
+    classes = {pc.name: pc for pc in config.priority_classes}
+    every = list(classes)
+    queueing = config.queueing
+    teams = list(parsed(config.teams))
+    for index, team in teams:
+        if team.queue is None:
+            continue
+        allowed = [n for n in (team.priority_classes or every) if n in classes]
+        path: tuple[str | int, ...] = ("teams", index)
+        if team.priority_classes is not None:
+            path = (*path, "priorityClasses")
+        pools = [entry.pool for entry in team.queue.pools]
+        for name in allowed:
+            never = classes[name]
+            if never.preemption_policy != "Never":
+                continue
+            own = [
+                other
+                for other in allowed
+                if (other != name or queueing.within_cluster_queue == "LowerOrNewerEqualPriority")
+                and kueue_may_preempt(
+                    queueing.within_cluster_queue, never.value, classes[other].value
+                )
+            ]
+            if own:
+                remedy = (
+                    "set queueing.withinClusterQueue to LowerPriority"
+                    if name in own
+                    else f"leave {', '.join(repr(o) for o in own)} out of "
+                    f"{entry_ref('teams', team.name)}.priorityClasses"
+                )
+                yield ConfigIssue(
+                    path,
+                    f"team {team.name!r} may use {name!r} (preemptionPolicy Never), but Kueue "
+                    f"ignores preemptionPolicy: withinClusterQueue "
+                    f"{queueing.within_cluster_queue} lets a {name} job evict the team's own "
+                    f"{', '.join(own)} work. To keep {name!r}, {remedy}",
+                )
+            for _, other in teams:
+                if other is team or other.queue is None:
+                    continue
+                others = [n for n in (other.priority_classes or every) if n in classes]
+                victims = [
+                    n
+                    for n in others
+                    if kueue_may_preempt(
+                        queueing.reclaim_within_cohort, never.value, classes[n].value
+                    )
+                ]
+                for entry in other.queue.pools:
+                    if entry.pool not in pools or not _borrows(entry) or not victims:
+                        continue
+                    yield ConfigIssue(
+                        path,
+                        f"team {team.name!r} may use {name!r} (preemptionPolicy Never), but "
+                        f"Kueue ignores preemptionPolicy: with reclaimWithinCohort "
+                        f"{queueing.reclaim_within_cohort}, a {name} job on pool "
+                        f"{entry.pool!r} would evict what team {other.name!r} borrows there "
+                        f"(its {', '.join(victims)} work). Leave {name!r} out of "
+                        f"{entry_ref('teams', team.name)}.priorityClasses, set the "
+                        f"borrowingLimit of {entry_ref('teams', other.name)}.queue.pools"
+                        f"[{entry.pool}] to 0, or set queueing.reclaimWithinCohort to "
+                        "LowerPriority",
+                    )
+
+
 def _show_amount(resource: str, amount: Decimal) -> str:
     """``16Gi`` for memory, ``48`` or ``0.5`` otherwise; absurd magnitudes (a typo'd exponent)
     exceed the decimal context's precision and are shown as written instead of crashing."""
@@ -668,6 +750,7 @@ GPU_RULES: tuple[Rule, ...] = (
     team_queues_reference_pools,
     pool_quotas_fit_capacity,
     namespace_quotas_cover_queues,
+    never_preempting_classes_never_preempt,
 )
 """Rules of issue 4: pools, sharing, node classes, queue references and quota arithmetic."""
 
@@ -1389,6 +1472,47 @@ def workloads_fit_queues(config: PlatformConfig) -> Iterator[ConfigIssue]:
                 )
 
 
+def default_queue_work_fits(config: PlatformConfig) -> Iterator[ConfigIssue]:
+    """What a team runs through its default queue (CPU-only workloads and every stateful
+    dependency, which name no queue) fits what that queue admits at the workload's peak: the
+    namespace quota less what the GPU queue may take. Otherwise Kueue holds it forever."""
+    if not config.queueing.enabled:
+        return
+    teams = _first_teams(config)
+    for index, workload in parsed(config.workloads):
+        found = teams.get(workload.team)
+        if found is None:
+            continue
+        team = found[1]
+        demand = workload_demand(workload)
+        if workload.gpus is None:
+            needs = {r: demand.total(r) for r in ("cpu", "memory")}
+            path: tuple[str | int, ...] = ("workloads", index, "resources")
+            what = "its pods"
+        elif workload.kind == "inference" and demand.dependency_pods:
+            needs = {"cpu": demand.dependency_cpu, "memory": demand.dependency_memory}
+            path = ("workloads", index, "inference", "statefulDependencies")
+            what = "its stateful dependencies"
+        else:
+            continue
+        capacity = default_queue_capacity(team.quota.cpu, team.quota.memory, team.queue)
+        for resource, hard in (("cpu", team.quota.cpu), ("memory", team.quota.memory)):
+            if not capacity[resource] < needs[resource] <= parse_quantity(hard):
+                continue  # fits; or beyond the whole quota: workloads_fit_team_quota says so
+            show = functools.partial(_show_amount, resource)
+            taken = parse_quantity(hard) - capacity[resource]
+            key = path if workload.gpus else (*path, resource)
+            yield ConfigIssue(
+                key,
+                f"{what} need {show(needs[resource])} {resource} at their peak through the "
+                f"default queue of team {team.name!r}, which admits {show(capacity[resource])}: "
+                f"the namespace quota of {hard} less the {show(taken)} its GPU queue may take "
+                f"(nominal + borrowing). Raise {entry_ref('teams', team.name)}.quota.{resource} "
+                f"to {show(taken + needs[resource])} or lower the queue's {resource}; Kueue "
+                "admits each queue's work within its own share only",
+            )
+
+
 WORKLOAD_RULES: tuple[Rule, ...] = (
     workload_teams_exist,
     unique_workload_names,
@@ -1401,6 +1525,7 @@ WORKLOAD_RULES: tuple[Rule, ...] = (
     workload_claims_fit_team_quota,
     serving_floor_fits_team_quota,
     workloads_fit_queues,
+    default_queue_work_fits,
 )
 """Rules of issue 5: references, GPU sharing, volumes, quotas and queues of team workloads."""
 

@@ -32,6 +32,8 @@ from components.guardrails import (
     policy_spec,
     priority_quota_spec,
 )
+from infra.config.quantity import parse_quantity
+from infra.field_ownership import PATCH_FORCE_ANNOTATION
 from tests.harness import run_stack, stack_config
 from tools.mockrun import MockRun
 
@@ -121,6 +123,7 @@ def test_each_namespace_says_what_its_team_may_use(stack, dev_run, prod_run):
         classes = team.get("priorityClasses") or all_classes
         pools = list(dict.fromkeys(entry["pool"] for entry in team["queue"]["pools"]))
         assert found == {
+            PATCH_FORCE_ANNOTATION: "true",
             TENANT_PRIORITY_CLASSES_ANNOTATION: ",".join(classes),
             TENANT_NODE_POOLS_ANNOTATION: ",".join(pools),
             TENANT_GPU_QUEUE_ANNOTATION: TEAM_LOCAL_QUEUE_NAME,
@@ -183,15 +186,19 @@ def test_every_team_has_a_default_queue_within_its_quota(stack, dev_run, prod_ru
         assert "cohortName" not in queue
         (group,) = queue["resourceGroups"]
         assert group["coveredResources"] == ["cpu", "memory"]
-        assert group["flavors"] == [
-            {
-                "name": DEFAULT_QUEUE_FLAVOR,
-                "resources": [
-                    {"name": "cpu", "nominalQuota": team["quota"]["cpu"]},
-                    {"name": "memory", "nominalQuota": team["quota"]["memory"]},
-                ],
-            }
-        ]
+        (flavor,) = group["flavors"]
+        assert flavor["name"] == DEFAULT_QUEUE_FLAVOR
+        # Within the quota: what the team's GPU queue may take is not the default queue's
+        # (tests/components/test_kueue.py has the numbers).
+        for resource in flavor["resources"]:
+            taken = sum(
+                parse_quantity(pool.get(resource["name"], "0"))
+                + parse_quantity(pool.get("borrowingLimit", {}).get(resource["name"], "0"))
+                for pool in (team.get("queue") or {}).get("pools", [])
+            )
+            assert parse_quantity(resource["nominalQuota"]) == max(
+                0, parse_quantity(team["quota"][resource["name"]]) - taken
+            )
 
 
 def test_kueue_holds_what_names_no_queue_outside_platform_namespaces(prod_run):

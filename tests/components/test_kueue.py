@@ -184,3 +184,35 @@ def test_queueing_off_and_unqueued_teams(dev_config):
 def test_flavor_labels_name_their_pool(dev_run):
     flavor = dev_run.find("ResourceFlavor", "lab-a100-mig")
     assert flavor.metadata["labels"][NODE_POOL_LABEL] == "lab-a100-mig"
+
+
+# --- default queues: the namespace quota less what the GPU queue may take -------------------------
+def _default_queue(run, team):
+    spec = run.find("ClusterQueue", f"default-{team}").inputs["spec"]
+    (flavor,) = spec["resourceGroups"][0]["flavors"]
+    return {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+
+
+def test_default_queue_gets_what_the_gpu_queue_cannot_take(dev_run):
+    """Both ClusterQueues of a namespace admit into its one ResourceQuota, which Kueue does not
+    see: sized to the whole quota, the default queue admitted CPU-only work that the quota then
+    lacked for a GPU job Kueue admitted next (on the real controller: its pods refused with
+    ``exceeded quota``). research's GPU queue may take all of its 64 cpu and 512Gi (48 + 16,
+    384Gi + 128Gi), search-serving's 24 of 32 and 96Gi of 128Gi, platform's 4 of 16 and 16Gi of
+    64Gi."""
+    assert _default_queue(dev_run, "research") == {"cpu": "0", "memory": "0"}
+    assert _default_queue(dev_run, "search-serving") == {"cpu": "8", "memory": "32Gi"}
+    assert _default_queue(dev_run, "platform") == {"cpu": "12", "memory": "48Gi"}
+
+
+def test_default_queue_of_a_team_without_a_gpu_queue_is_its_whole_quota(dev_config):
+    del dev_config["teams"][2]["queue"]
+    assert _default_queue(run_stack(dev_config), "platform") == {"cpu": "16", "memory": "64Gi"}
+
+
+def test_default_queue_keeps_fractions_as_kubernetes_writes_them(dev_config):
+    dev_config["teams"][2]["quota"].update({"cpu": "16500m", "memory": "64.5Gi"})
+    assert _default_queue(run_stack(dev_config), "platform") == {
+        "cpu": "12500m",
+        "memory": "49664Mi",
+    }

@@ -271,6 +271,26 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         "ai-platform:queueing.overcommit: must be >= 1.0, got 0.5",
     ),
     (
+        "a never-preempting class where Kueue would reclaim with it",
+        "dev",
+        _delete("teams.2.priorityClasses"),  # all four classes, batch-low among them
+        "ai-platform:teams[platform]: team 'platform' may use 'batch-low' (preemptionPolicy "
+        "Never), but Kueue ignores preemptionPolicy: with reclaimWithinCohort Any, a batch-low "
+        "job on pool 'lab-a100-mig' would evict what team 'search-serving' borrows there (its "
+        "critical, normal work). Leave 'batch-low' out of teams[platform].priorityClasses, set "
+        "the borrowingLimit of teams[search-serving].queue.pools[lab-a100-mig] to 0, or set "
+        "queueing.reclaimWithinCohort to LowerPriority",
+    ),
+    (
+        "a never-preempting class that would evict its own team's newer work",
+        "dev",
+        _set("queueing", {"withinClusterQueue": "LowerOrNewerEqualPriority"}),
+        "ai-platform:teams[research].priorityClasses: team 'research' may use 'batch-low' "
+        "(preemptionPolicy Never), but Kueue ignores preemptionPolicy: withinClusterQueue "
+        "LowerOrNewerEqualPriority lets a batch-low job evict the team's own batch-low work. To "
+        "keep 'batch-low', set queueing.withinClusterQueue to LowerPriority",
+    ),
+    (
         "namespace GPU quota below nominal plus borrowing",
         "dev",
         # Shrink the 2 x 4 GPU fine-tune too, which a quota of 6 would also reject.

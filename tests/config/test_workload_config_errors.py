@@ -33,7 +33,15 @@ UNQUEUED = {"enabled": False}
 """Kueue off: GPU workloads that name no queue exist only then (with Kueue on, the cluster's
 guardrails refuse them, and so does the config: tests/config/test_guardrail_config.py)."""
 
-BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
+DEFAULT_QUEUE_CPU = (
+    "ai-platform:workloads[embeddings].resources.cpu: its pods need %s cpu at their peak through "
+    "the default queue of team 'search-serving', which admits 8: the namespace quota of 32 less "
+    "the 24 its GPU queue may take (nominal + borrowing). Raise teams[search-serving].quota.cpu "
+    "to %s or lower the queue's cpu; Kueue admits each queue's work within its own share only"
+)
+"""search-serving's GPU queue may take 16 + 8 of its 32 CPUs: its default queue admits 8."""
+
+BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
     # --- shape ------------------------------------------------------------------------------------
     (
         "name not a DNS-1035 label",
@@ -526,9 +534,19 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
             _set("workloads.3.inference.minReplicas", 4),
             _set("workloads.3.inference.maxReplicas", 5),
         ),
-        "ai-platform:workloads[embeddings]: the inference services of team 'search-serving' need "
-        "32.25 CPU at their minimum replicas (llm-chat 12.25 + embeddings 20), above the team's "
-        "quota of 32",
+        (
+            "ai-platform:workloads[embeddings]: the inference services of team 'search-serving' "
+            "need 32.25 CPU at their minimum replicas (llm-chat 12.25 + embeddings 20), above the "
+            "team's quota of 32",
+            # and at its peak (5 replicas + 1 surge) embeddings alone outgrows the default queue
+            DEFAULT_QUEUE_CPU % (30, 54),
+        ),
+    ),
+    (
+        "CPU-only service beyond what the default queue admits",
+        "dev",
+        _set("workloads.3.resources.cpu", "3"),
+        DEFAULT_QUEUE_CPU % (12, 36),
     ),
     # --- queues -----------------------------------------------------------------------------------
     (
@@ -570,7 +588,7 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str]] = [
     [pytest.param(stack, m, e, id=name) for name, stack, m, e in BAD_WORKLOADS],
 )
 def test_bad_workload_config_names_path_and_problem(
-    stack: str, mutation: Mutation, expected: str
+    stack: str, mutation: Mutation, expected: str | tuple[str, ...]
 ) -> None:
     config = stack_config(stack)
     mutation(config)
@@ -578,7 +596,8 @@ def test_bad_workload_config_names_path_and_problem(
     with pytest.raises(ConfigError) as caught:
         validate_platform_config(config, source)
     lines = [f"{caught.value.source}: {i.key_path}: {i.message}" for i in caught.value.issues]
-    assert lines == [f"{source}: {expected}"]
+    wanted = (expected,) if isinstance(expected, str) else expected
+    assert lines == [f"{source}: {line}" for line in wanted]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -610,8 +629,10 @@ def test_defaults_of_a_minimal_workload() -> None:
     config = stack_config("dev")
     config["workloads"] = [
         {
+            # Not research: its GPU queue may take all of its quota, so its default queue
+            # admits no CPU-only work (default_queue_work_fits).
             "name": "tokenize",
-            "team": "research",
+            "team": "platform",
             "kind": "training",
             "image": "nvcr.io/nvidia/pytorch:25.01-py3",
             "resources": {"cpu": "4", "memory": "32Gi"},

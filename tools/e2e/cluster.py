@@ -112,6 +112,52 @@ KWOK_STAGES: Final = (
 become Running and Ready at once; pods owned by a Job complete; deleted pods go away. KWOK
 v0.8.0 has no built-in stages, so these are read from its module at start."""
 
+HOLD_ANNOTATION: Final = "e2e.aiplatform.io/hold"
+"""A pod annotated ``"true"`` stays Running (``pod-complete`` would end a Job's pod at once) until
+the annotation changes or the pod is deleted: a trainer still at work, which keeps holding its
+queue's quota. Only a test sets it (:func:`hold_stage`)."""
+
+POD_READY_AGAIN_STAGE: Final = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  weight: 1
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values: ['True']
+    - key: '.status.conditions.[] | select( .type == "ContainersReady" ) | .status'
+      operator: 'In'
+      values: ['True']
+    - key: '.metadata.namespace + "/" + (.metadata.labels["app.kubernetes.io/name"] // "")'
+      operator: 'NotIn'
+      values: ['kueue-system/kueue']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - type: Ready
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+"""
+"""What a kubelet does once its node is back: the node lifecycle controller marks the pods of a
+node whose Lease lapsed not Ready (after an API server outage, its informers catch up late), and
+the kubelet reports them Ready again. KWOK's fast stages only make Pending pods Ready, so without
+this a Running pod would stay not Ready, and every Deployment and Helm wait with it. Its
+containers must be ready: Kueue's controller pod, whose readiness is the real process's
+(tools/e2e/kueue.py), is left to its own stages."""
+
 PREINSTALLED_CRDS: Final = {
     "karpenter": (
         "karpenter.sh/karpenter.sh_nodepools.yaml",
@@ -129,6 +175,7 @@ STOP_GRACE_S: Final = 15.0
 READY_TIMEOUT_S: Final = 180.0
 """Per component. A cold API server on two busy cores takes tens of seconds."""
 POLL_S: Final = 0.25
+RESTART_ATTEMPTS: Final = 3
 LOG_TAIL_LINES: Final = 40
 
 
@@ -234,7 +281,38 @@ def kwok_stage_documents(module_dir: Path | None = None) -> str:
     from .kueue import kwok_stages
 
     parts.append(kwok_stages().strip())
+    parts.append(yaml.safe_dump(hold_stage(), sort_keys=False).strip())
+    parts.append(POD_READY_AGAIN_STAGE.strip())
     return "\n---\n".join(parts) + "\n"
+
+
+def hold_stage() -> dict[str, Any]:
+    """The KWOK Stage that keeps a Running pod annotated :data:`HOLD_ANNOTATION` ``"true"`` as it
+    is. Why: a Job's pods would otherwise succeed at once and give their quota back, and no queue
+    could be seen full. It wins over ``pod-complete`` by its weight (KWOK picks among the stages
+    with a positive weight only) and does nothing, so the pod stays until the annotation changes
+    (then ``pod-complete`` finishes it) or it is deleted (``pod-delete``)."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "pod-hold"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "weight": 1,
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                    {
+                        "key": f'.metadata.annotations["{HOLD_ANNOTATION}"]',
+                        "operator": "In",
+                        "values": ["true"],
+                    },
+                ]
+            },
+            "next": {},
+        },
+    }
 
 
 def free_ports(count: int) -> list[int]:
@@ -655,6 +733,45 @@ class LocalCluster:
             )
             if not quiet:
                 self.log(f"cluster: {name} (pid {component.pid}) {outcome[name]}")
+        return outcome
+
+    def restart(self, name: str) -> str:
+        """Stop one component's process group (if it still runs) and start it again with the
+        command, and so the ports, the state recorded; returns once it is ready again. For
+        faults: a control-plane component that crashed or was killed comes back as it was. Call
+        it on the object that started the cluster: that one's ``down`` stops the new process."""
+        state = self._state or State.read(self.state_file)
+        component = state.components.get(name) if state else None
+        if state is None or component is None:
+            raise ClusterError(f"{name}: not started in {self.work_dir}")
+        self._state = state
+        outcome = stop_group(
+            component.pid, component.start_ticks, popen=self._popens.pop(name, None)
+        )
+        ports = state.ports
+        ready: dict[str, tuple[str, Callable[[], tuple[bool, str]]]] = {
+            "etcd": ("healthy", lambda: self._http_ok(ports["etcd"], "/health")),
+            "kube-apiserver": ("ready", lambda: self._https_ok(ports["apiserver"], "/readyz")),
+            "kube-controller-manager": (
+                "healthy",
+                lambda: self._https_ok(ports["controller_manager"], "/healthz"),
+            ),
+            "kube-scheduler": ("ready", lambda: self._https_ok(ports["scheduler"], "/readyz")),
+            "kwok": ("healthy", lambda: self._https_ok(ports["kwok"], "/healthz")),
+        }
+        what, check = ready.get(name, ("running", lambda: (True, "")))
+        for attempt in range(RESTART_ATTEMPTS):
+            self._spawn(name, component.command)
+            try:
+                self._wait(name, what, check)
+                break
+            except ClusterError as exc:
+                # Clients retrying a loopback port in the ephemeral range can connect to
+                # themselves (TCP simultaneous open) and hold it for a moment: try again.
+                if "address already in use" not in str(exc) or attempt == RESTART_ATTEMPTS - 1:
+                    raise
+                self.log(f"cluster: {name}: its port was taken for a moment, starting it again")
+        self.log(f"cluster: {name} restarted ({outcome} before)")
         return outcome
 
     def status(self) -> dict[str, Any]:
