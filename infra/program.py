@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
+from . import field_ownership
 from .config import ConfigError, load_from_pulumi_runtime
 from .outputs import StackOutputs, export_outputs
 from .stack import build_platform
@@ -15,6 +16,7 @@ def run() -> StackOutputs:
         config = load_from_pulumi_runtime(pulumi.get_stack())
     except ConfigError as exc:
         raise pulumi.RunError(exc.render()) from None
+    field_ownership.register()
     outputs = build_platform(config)
     export_outputs(outputs)
     return outputs

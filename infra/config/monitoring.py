@@ -58,8 +58,10 @@ def parse_duration(text: str) -> Decimal:
     The grammar of prometheus-operator's ``Duration`` type, which Prometheus retention and Loki
     ``retention_period`` both accept; raises ``ValueError`` naming the input otherwise.
     """
-    match = _DURATION.match(text.strip()) if text.strip() else None
-    if match is None or text.strip() == "":
+    # Never stripped: the value is rendered as written, and prometheus-operator's CRDs refuse
+    # "15d " (the API server would reject the Prometheus object in the middle of a Helm upgrade).
+    match = _DURATION.fullmatch(text) if text else None
+    if match is None:
         raise ValueError(f"must be a duration such as '15d', '12h' or '1w', got {text!r}")
     seconds = Decimal(0)
     for unit, factor in _DURATION_SECONDS.items():
@@ -72,7 +74,7 @@ def parse_duration(text: str) -> Decimal:
 
 def parse_byte_size(text: str) -> Decimal:
     """Bytes in a Prometheus ``retentionSize`` (``45GiB``, ``500MB``)."""
-    match = _BYTE_SIZE.match(text.strip())
+    match = _BYTE_SIZE.fullmatch(text)  # as written: rendered as it is, like durations
     if match is None:
         raise ValueError(f"must be a size such as '45GiB' or '500MB', got {text!r}")
     unit = match["unit"] or ""

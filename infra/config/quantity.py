@@ -73,6 +73,10 @@ def parse_quantity(value: str | int | float) -> Decimal:
 
 
 def _validate_quantity(value: str) -> str:
+    if value != value.strip():
+        # parse_quantity reads the API server's output too and strips; config is rendered as
+        # written, and the API server refuses " 20Gi" in a claim or a chart's values.
+        raise ValueError(f"must not start or end with a space, got {value!r}")
     amount = parse_quantity(value)
     if amount < 0:
         raise ValueError(f"must not be negative, got {value!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.config import ConfigError, validate_platform_config
+from infra.field_ownership import PATCH_FORCE_ANNOTATION
 from tests.harness import run_stack
 
 CONFIG_MAP = {
@@ -42,8 +43,11 @@ def test_builtin_kinds_become_typed_resources_and_crds_custom_resources(dev_conf
     assert flavor.inputs["spec"] == FLAVOR["spec"]
     # The exception that admits it is written on it; the ConfigMap needs none.
     annotations = flavor.metadata["annotations"]
-    assert annotations == {"aiplatform.io/escape-hatch-exception": "cpu-flavor"}
-    assert "annotations" not in config_map.metadata
+    assert annotations == {
+        PATCH_FORCE_ANNOTATION: "true",
+        "aiplatform.io/escape-hatch-exception": "cpu-flavor",
+    }
+    assert config_map.metadata["annotations"] == {PATCH_FORCE_ANNOTATION: "true"}
     [provider] = run.by_type("pulumi:providers:kubernetes")
     assert config_map.options["provider"].startswith(provider.urn)
     # Each object waits for the team namespaces it may live in.

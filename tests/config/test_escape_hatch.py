@@ -12,6 +12,7 @@ from components.constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION
 from components.raw_manifests import group_kind, is_cluster_scoped
 from infra.config import ConfigError, validate_platform_config
 from infra.config.manifests import platform_namespaces, platform_objects, workload_names
+from infra.field_ownership import PATCH_FORCE_ANNOTATION
 from tests.harness import run_stack, stack_config
 
 
@@ -233,8 +234,12 @@ def test_an_exception_is_written_on_the_object_it_admits(dev_config) -> None:
     }
     run = run_stack(dev_config)
     role = run.find("ClusterRole", "gpu-node-reader").metadata
-    assert role["annotations"] == {ESCAPE_HATCH_EXCEPTION_ANNOTATION: "gpu-node-readers"}
-    assert "annotations" not in run.find("ConfigMap", "a", "research").metadata
+    assert role["annotations"] == {
+        PATCH_FORCE_ANNOTATION: "true",
+        ESCAPE_HATCH_EXCEPTION_ANNOTATION: "gpu-node-readers",
+    }
+    config_map = run.find("ConfigMap", "a", "research").metadata
+    assert config_map["annotations"] == {PATCH_FORCE_ANNOTATION: "true"}
 
 
 # --- the list of the platform's objects is what the program renders ---------------------------

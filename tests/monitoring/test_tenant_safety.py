@@ -16,6 +16,7 @@ from components.monitoring.constants import (
     TENANT_NAMESPACE_LABEL,
 )
 from components.monitoring.values import TENANT_KEY
+from infra.field_ownership import PATCH_FORCE_ANNOTATION
 from tools.mockrun import MockRun
 
 TEAMS = {"research": "research", "search-serving": "search-serving", "platform": "platform"}
@@ -78,7 +79,10 @@ def test_grafana_reads_the_platforms_namespace_and_gives_each_team_a_folder(prod
     assert grafana["provider"]["foldersFromFilesStructure"] is True
     for team in TEAMS:
         config_map = prod_run.find("ConfigMap", f"dashboard-team-{team}", "monitoring")
-        assert config_map.metadata["annotations"] == {GRAFANA_FOLDER_ANNOTATION: team}
+        assert config_map.metadata["annotations"] == {
+            PATCH_FORCE_ANNOTATION: "true",
+            GRAFANA_FOLDER_ANNOTATION: team,
+        }
         (text,) = config_map.inputs["data"].values()
         dashboard = json.loads(text)
         variables = {v["name"]: v for v in dashboard["templating"]["list"]}

@@ -11,7 +11,9 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,23 +119,8 @@ class PulumiCli:
         stdin: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Result:
-        self.backend.mkdir(parents=True, exist_ok=True)
-        self._calls += 1
-        log = self.work_dir / "logs" / f"{self._calls:02d}-pulumi-{args[0]}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        command = ["pulumi", *args, "--non-interactive"]
-        # Its own process group: the CLI's plugins (providers, the language host, policy packs)
-        # are its children, and a timeout or an interrupt must stop all of them, not orphan them.
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env={**self.env(), **(env or {})},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        command, log = self._next_call(args)
+        process = self._popen(command, cwd, env)
         try:
             stdout, stderr = process.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -153,10 +140,182 @@ class PulumiCli:
             raise CliError(args, done.returncode, done.stdout + done.stderr, log)
         return Result(done.returncode, done.stdout, done.stderr)
 
+    def start(
+        self, args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
+    ) -> Background:
+        """Start a call without waiting for it, for faults injected while it runs: its output is
+        read as it comes (:meth:`Background.wait_for_line`). Use it as a context manager, so
+        that its process group is stopped however the block ends."""
+        command, log = self._next_call(args)
+        process = self._popen(command, cwd, env, stdin=subprocess.DEVNULL)
+        return Background(list(args), command, cwd, log, process)
+
+    def _next_call(self, args: Sequence[str]) -> tuple[list[str], Path]:
+        self.backend.mkdir(parents=True, exist_ok=True)
+        self._calls += 1
+        log = self.work_dir / "logs" / f"{self._calls:02d}-pulumi-{args[0]}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return ["pulumi", *args, "--non-interactive"], log
+
+    def _popen(
+        self,
+        command: list[str],
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        stdin: int = subprocess.PIPE,
+    ) -> subprocess.Popen[str]:
+        # Its own session: the CLI's plugins (providers, the language host, policy packs) are its
+        # children, each in a process group of its own but all in this session, and a timeout or
+        # an interrupt must stop all of them, not orphan them.
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**self.env(), **(env or {})},
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+
+class Background:
+    """A CLI call running in the background (:meth:`PulumiCli.start`). Two threads read its
+    stdout and stderr line by line, so a fault can be timed on what it printed."""
+
+    def __init__(
+        self,
+        args: list[str],
+        command: list[str],
+        cwd: Path,
+        log: Path,
+        process: subprocess.Popen[str],
+    ) -> None:
+        self.args = args
+        self.command = command
+        self.cwd = cwd
+        self.log = log
+        self.process = process
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._changed = threading.Condition()
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+            for stream, lines in ((process.stdout, self.stdout), (process.stderr, self.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @property
+    def pid(self) -> int:
+        """The CLI's pid, which is also its process group's id."""
+        return self.process.pid
+
+    def _read(self, stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            with self._changed:
+                lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for_line(self, matches: Callable[[str], bool], timeout: float) -> str | None:
+        """The first stdout line that ``matches``, as soon as it is printed; ``None`` if the
+        call ended or ``timeout`` passed without one."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._changed:
+            while True:
+                for line in self.stdout[seen:]:
+                    if matches(line):
+                        return line
+                seen = len(self.stdout)
+                left = deadline - time.monotonic()
+                if left <= 0 or not any(r.is_alive() for r in self._readers):
+                    return None
+                self._changed.wait(left)
+
+    def wait(self, timeout: float = DEFAULT_TIMEOUT_S) -> Result:
+        """Its exit code and output once it ends (never raises on a non-zero exit: a fault is
+        expected to fail it); on timeout its group is stopped and :class:`CliError` raised."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop("[timed out]")
+            raise CliError(self.args, None, self.output, self.log) from None
+        self._finish(f"[exit {code}]")
+        return Result(code, "".join(self.stdout), "".join(self.stderr))
+
+    @property
+    def output(self) -> str:
+        return "".join(self.stdout) + "".join(self.stderr)
+
+    def _finish(self, verdict: str) -> None:
+        for reader in self._readers:
+            reader.join(timeout=STOP_GRACE_S)
+        self.log.write_text(
+            f"$ {' '.join(self.command)}  (in {self.cwd}, in the background)\n{verdict}\n"
+            f"--- stdout\n{''.join(self.stdout)}\n--- stderr\n{''.join(self.stderr)}\n"
+        )
+
+    def kill(self, sig: int = signal.SIGKILL) -> list[int]:
+        """Signal the CLI and every plugin it started (its session), all at once, as a crash
+        of the machine would; returns their pids."""
+        return kill_session(self.pid, sig)
+
+    def stop(self, verdict: str = "[stopped]") -> None:
+        """Interrupt it as Ctrl-C would, then kill what is left of its group."""
+        if self.process.poll() is None:
+            for sig in (signal.SIGINT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, sig)
+                try:
+                    self.process.wait(timeout=STOP_GRACE_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            self._finish(verdict)
+        kill_session(self.pid)  # plugins that outlived the CLI
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Whatever happened, nothing of its process group outlives the block."""
+        self.stop()
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes of the session ``sid``: a CLI started with ``start_new_session`` and every
+    plugin it started. The CLI gives each plugin a process group of its own, so its group alone
+    misses them; the session does not, even once they are orphaned."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] not in ("Z", "X") and int(fields[3]) == sid:
+            members.append(int(entry.name))
+    return members
+
+
+def kill_session(sid: int, sig: int = signal.SIGKILL) -> list[int]:
+    """Send ``sig`` to every live process of the session ``sid``; returns their pids."""
+    members = session_members(sid)
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+    return members
+
 
 def stop_group(process: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> tuple[str, str]:
     """Interrupt the CLI as Ctrl-C would (it cancels and stops its plugins), then kill whatever
-    of its process group is left; returns what it printed."""
+    of its session is left; returns what it printed."""
+    output = ("", "")
     for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, grace_s)):
         try:
             os.killpg(process.pid, sig)
@@ -164,10 +323,9 @@ def stop_group(process: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) ->
             break
         try:
             stdout, stderr = process.communicate(timeout=wait_s)
-            if sig == signal.SIGINT:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)  # plugins that outlived the CLI
-            return stdout or "", stderr or ""
+            output = (stdout or "", stderr or "")
+            break
         except subprocess.TimeoutExpired:
             continue
-    return "", ""
+    kill_session(process.pid)  # plugins that outlived the CLI, each in a group of its own
+    return output
