@@ -60,6 +60,13 @@ e2e-day2: bytecode
 e2e-build: bytecode
 	$(BIN)/python -m tools.e2e build
 
+## What the real engine costs: pulumi preview and up against the kubectl floor on a local cluster,
+## for dev, prod and synthetic stacks (docs/performance.md, "The real engine"). Starts clusters and
+## takes minutes: never part of make test. make bench-real ARGS="--sizes 100 --plot docs/x.svg"
+.PHONY: bench-real
+bench-real: bytecode
+	AIPLATFORM_CRD_SCHEMAS='$(CRD_SCHEMAS)' $(BIN)/python -m bench.real_engine $(ARGS)
+
 ## Lint, type-check and the whole test suite.
 test: install lint typecheck pytest
 
