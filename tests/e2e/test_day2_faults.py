@@ -255,7 +255,8 @@ def test_the_out_of_band_targets_come_from_what_the_stack_declares() -> None:
     assert targets.deployment.startswith("search-serving/")
     verbs = [command[0] for command in targets.commands()]
     assert verbs == ["scale", "scale", "label", "delete"]
-    assert targets.scale_back()[-1] == f"--replicas={targets.statefulset_replicas}"
+    assert targets.scale_to_zero()[-1] == "--replicas=0"
+    assert targets.statefulset_selector  # its pods are found by the declared selector
     assert targets.statefulset_urn.endswith(f"::{targets.statefulset_name}")
     assert set(targets.expected_drift()) == {
         targets.statefulset_urn,

@@ -689,14 +689,21 @@ class Faults:
         if done.code != 0:
             # Kueue manages the StatefulSets of the namespaces it manages and refuses any
             # resize but to or from zero; the scale subresource, which kubectl used, it does not
-            # see. So the declared size goes back the way it left.
+            # see, and the resize behind its back finished the StatefulSet's Workload: its pods
+            # wait behind Kueue's scheduling gate for good. Scaled to zero, the Workload goes;
+            # pulumi up then scales it from zero, which Kueue admits as a new Workload.
             printed = done.stdout + done.stderr
             refused = [line.strip() for line in printed.splitlines() if KUEUE_RESIZE in line]
             if not refused or targets.statefulset_name not in printed:
                 fail(f"pulumi up exited {done.code}:\n{printed[-3000:]}")
             detail.append(f"pulumi up refused: {refused[0][:400]}")
-            self.cluster.kubectl(*targets.scale_back())
-            detail.append(f"kubectl {' '.join(targets.scale_back())}")
+            self.cluster.kubectl(*targets.scale_to_zero())
+            detail.append(f"kubectl {' '.join(targets.scale_to_zero())}")
+            wait_for(
+                f"the pods of {targets.statefulset} to be gone",
+                lambda: targets.no_pods(self.cluster),
+                SETTLE_TIMEOUT_S,
+            )
             self.e2e.pulumi("up", "--yes", "--skip-preview", timeout=UP_TIMEOUT_S)
         detail.append("pulumi up --yes: succeeded")
         problems, _ = check_objects(self.cluster, self.report)
@@ -810,6 +817,7 @@ class OutOfBand:
     statefulset: str
     statefulset_urn: str
     statefulset_replicas: int
+    statefulset_selector: dict[str, str]
     deployment: str
     hpa_max: int
     config_map: str
@@ -847,6 +855,7 @@ class OutOfBand:
             statefulset=where(sts),
             statefulset_urn=sts["urn"],
             statefulset_replicas=int(sts["inputs"]["spec"]["replicas"]),
+            statefulset_selector=dict(sts["inputs"]["spec"]["selector"]["matchLabels"]),
             deployment=f"{namespace}/{target}",
             hpa_max=int(hpa["inputs"]["spec"]["maxReplicas"]),
             config_map=where(config_map),
@@ -876,13 +885,17 @@ class OutOfBand:
         """The StatefulSet's Pulumi name, as the CLI prints it in its diagnostics."""
         return self.statefulset_urn.rpartition("::")[2]
 
-    def scale_back(self) -> list[str]:
-        """The documented way back for a StatefulSet Kueue will not let Pulumi resize."""
+    def scale_to_zero(self) -> list[str]:
+        """The documented way back for a StatefulSet Kueue will not let Pulumi resize: to zero,
+        from where ``pulumi up`` may scale it (docs/operations.md)."""
         namespace, name = self.statefulset.split("/", 1)
-        return [
-            "scale", "statefulset", name, "-n", namespace,
-            f"--replicas={self.statefulset_replicas}",
-        ]  # fmt: skip
+        return ["scale", "statefulset", name, "-n", namespace, "--replicas=0"]
+
+    def no_pods(self, cluster: LocalCluster) -> tuple[bool | None, str]:
+        namespace, name = self.statefulset.split("/", 1)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(self.statefulset_selector.items()))
+        pods = cluster.get_json("pods", "-n", namespace, "-l", selector)["items"]
+        return (True if not pods else None), f"{len(pods)} pods of {name} left"
 
     def expected_drift(self) -> dict[str, str]:
         """What the refresh preview must show for the edits Pulumi owns. The Deployment's
