@@ -97,6 +97,14 @@ KUEUE_NAMESPACE: Final = "kueue-system"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
+SYSTEM_NAMESPACES: Final = frozenset(
+    {"default", KUBE_SYSTEM_NAMESPACE, "kube-public", "kube-node-lease"}
+)
+"""Kubernetes' own namespaces: no team takes them, the escape hatch needs an exception there."""
+PLATFORM_NAMESPACES: Final = frozenset(
+    {GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, MONITORING_NAMESPACE, LOGGING_NAMESPACE}
+)
+"""The namespaces the platform's own components install into (at their default names)."""
 PRIVILEGED_SYSTEM_NAMESPACES: Final = (
     GPU_OPERATOR_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -127,7 +135,7 @@ DEFAULT_CONTAINER_REQUESTS: Final = {"cpu": "2", "memory": "8Gi"}
 DEFAULT_CONTAINER_LIMITS: Final = {"cpu": "4", "memory": "16Gi"}
 """LimitRange default limits for containers that state none (our seed values)."""
 
-# --- Node pools (issue 4) -------------------------------------------------------------------------
+# --- Node pools -----------------------------------------------------------------------------------
 NODE_POOL_FIELD_MANAGER_PREFIX: Final = "aiplatform-node-pool-"
 """Server-side-apply field manager of a static pool's NodePatches: ``<prefix><pool>``."""
 PATCH_FIELD_MANAGER_ANNOTATION: Final = "pulumi.com/patchFieldManager"
@@ -187,7 +195,7 @@ GPU_RESOURCE_ANNOTATION: Final = f"{LABEL_PREFIX}/gpu-resource"
 QUOTA_OVERCOMMIT_ANNOTATION: Final = f"{LABEL_PREFIX}/quota-overcommit"
 """On a ResourceFlavor: factor by which teams' nominal quotas may exceed the pool's capacity."""
 
-# --- Training jobs and inference services (issue 5) ----------------------------------------------
+# --- Training jobs and inference services ---------------------------------------------------------
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"
 """Set by the Job controller on every pod of an Indexed Job; NODE_RANK reads it (downward API)."""
 JOB_COMPLETION_INDEX_ENV: Final = "JOB_COMPLETION_INDEX"

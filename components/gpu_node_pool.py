@@ -62,7 +62,7 @@ from .constants import (
     PATCH_FIELD_MANAGER_ANNOTATION,
     ZONE_LABEL,
 )
-from .gpu_products import mig_slices_per_gpu
+from .gpu_products import units_per_gpu
 from .labels import platform_labels
 from .scheduling_contract import SchedulingContract, Taint, gpu_resource_name
 
@@ -85,11 +85,7 @@ class GpuSharing:
 
     def units_per_gpu(self, product: str) -> int:
         """Units of the pool's GPU resource one physical GPU yields."""
-        if self.mode == "time-slicing":
-            return self.replicas
-        if self.mode == "mig" and self.mig_profile:
-            return mig_slices_per_gpu(product, self.mig_profile) or 1
-        return 1
+        return units_per_gpu(product, self.mode, self.replicas, self.mig_profile)
 
     def device_plugin_config(self) -> dict[str, Any]:
         """The device plugin / GFD config entry (``version: v1``) for nodes of this pool."""

@@ -71,3 +71,14 @@ def mig_slices_per_gpu(product: str, profile: str) -> int | None:
     """Instances of ``profile`` one GPU of ``product`` yields; ``None`` if it cannot run it."""
     family = mig_family(product)
     return None if family is None else family.slices.get(profile)
+
+
+def units_per_gpu(product: str, mode: str, replicas: int | None, mig_profile: str | None) -> int:
+    """Units of a pool's GPU resource one physical GPU yields: its time-slice ``replicas``, its
+    ``mig_profile`` slices, else 1 (also when unknown: the config rules report why). The one
+    definition the pool component and the config's capacity rules share."""
+    if mode == "time-slicing":
+        return replicas or 1
+    if mode == "mig" and mig_profile:
+        return mig_slices_per_gpu(product, mig_profile) or 1
+    return 1

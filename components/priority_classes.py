@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .labels import platform_labels
+from .predicates import global_default
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,13 @@ class PriorityClassSpec:
 @dataclass(frozen=True)
 class PriorityClassesArgs:
     classes: Sequence[PriorityClassSpec]
-    """Exactly one should be ``global_default``; the stack config checks it."""
+    """At most one may be ``global_default`` (the API server admits one); the stack config
+    requires exactly one."""
+
+    def __post_init__(self) -> None:
+        defaults = [spec.name for spec in self.classes if spec.global_default]
+        if len(defaults) > 1:
+            raise ValueError(f"PriorityClasses: more than one global default: {defaults}")
 
 
 class PriorityClasses(pulumi.ComponentResource):
@@ -52,5 +59,5 @@ class PriorityClasses(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
         self.names = [spec.name for spec in args.classes]
-        self.default_name = next((s.name for s in args.classes if s.global_default), None)
+        self.default_name = global_default(args.classes)
         self.register_outputs({"names": self.names, "default": self.default_name})

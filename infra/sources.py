@@ -23,9 +23,9 @@ from components.workloads import InferenceService, TrainingJob
 
 from .config import PlatformConfig
 from .config.errors import PathPart
-from .config.gpu import GpuNodePoolConfig
-from .config.teams import TeamConfig, TeamVolume
-from .config.workloads import WorkloadConfig
+from .gpu.config import GpuNodePoolConfig
+from .tenancy.config import TeamConfig, TeamVolume
+from .workloads.config import WorkloadConfig
 
 PRIORITY_CLASSES = "priority"
 STORAGE_CLASSES = "storage"

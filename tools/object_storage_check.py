@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from components.constants import PROJECT
 from infra.config import ConfigError, ConfigIssue, StackFile
 from infra.config.errors import issues_from_validation_error
-from infra.config.monitoring import LokiObjectStorageConfig, MonitoringConfig
+from infra.monitoring.config import LokiObjectStorageConfig, MonitoringConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 MONITORING_KEY = f"{PROJECT}:monitoring"

@@ -9,7 +9,9 @@ stack files are written once, into ``OUT/stacks``, from this checkout's bench mo
 trees render the same input. ``diff`` compares what the program declared (every resource with its
 inputs, options, dependencies and manifest, the stack outputs, the policy findings and the
 reachability matrix) and prints nothing when the two sets are identical; timings and paths are
-ignored. Exit code 1 when they differ.
+ignored, and so is the order of registration, of dependency lists and of what the preview lists
+per resource, which differ between two runs of one commit (``_normal``, ``_unordered``). Exit
+code 1 when they differ.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-IGNORED_KEYS = frozenset({"timings", "stackFile", "crdSchemas"})
+IGNORED_KEYS = frozenset({"timings", "stackFile", "crdSchemas", "configFile"})
 """Report keys that say how and where it ran, not what the program declared."""
+PROSE_KEYS = frozenset({"reason"})
+"""A reachability flow's explanation: it names the policies in the order they were registered;
+whether the flow is allowed, and by which rules, is compared."""
 
 
 def _stacks(out: Path, root: Path, sizes: list[int]) -> list[tuple[str, Path]]:
@@ -53,8 +58,36 @@ def render(out: Path, root: Path, sizes: list[int], crd_schemas: str | None) -> 
     return 0
 
 
+def _normal(resource: dict[str, Any]) -> dict[str, Any]:
+    """The resource with its dependency lists sorted: the SDK registers a program's resources
+    and expands a component's dependencies as its coroutines finish, so two runs of one commit
+    list them in different orders; the engine treats each list as a set."""
+    options = dict(resource.get("options") or {})
+    if isinstance(options.get("dependsOn"), list):
+        options["dependsOn"] = sorted(options["dependsOn"])
+    dependencies = {
+        key: sorted(value) if isinstance(value, list) else value
+        for key, value in (resource.get("propertyDependencies") or {}).items()
+    }
+    return {**resource, "options": options, "propertyDependencies": dependencies}
+
+
+def _unordered(value: Any) -> Any:
+    """``value`` without the order of its lists or its ignored keys: what the preview derives
+    from the resources (schema results, policy findings, reachability) lists them in the order
+    they were registered."""
+    if isinstance(value, dict):
+        skip = IGNORED_KEYS | PROSE_KEYS
+        return {k: _unordered(v) for k, v in value.items() if k not in skip}
+    if isinstance(value, list):
+        return sorted(
+            (_unordered(item) for item in value), key=lambda i: json.dumps(i, sort_keys=True)
+        )
+    return value
+
+
 def _resources(report: dict[str, Any]) -> dict[str, Any]:
-    return {resource["urn"]: resource for resource in report.get("resources", [])}
+    return {resource["urn"]: _normal(resource) for resource in report.get("resources", [])}
 
 
 def _describe(before: Any, after: Any, path: str, lines: list[str], limit: int = 40) -> None:
@@ -84,12 +117,10 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         lines.append(f"  removed {urn}")
     for urn in sorted(set(new) - set(old)):
         lines.append(f"  added {urn}")
-    if [r for r in old if r in new] != [r for r in new if r in old]:
-        lines.append("  resources registered in another order")
     for urn in sorted(set(old) & set(new)):
         _describe(old[urn], new[urn], urn, lines)
     for key in sorted((set(before) | set(after)) - IGNORED_KEYS - {"resources"}):
-        _describe(before.get(key), after.get(key), key, lines)
+        _describe(_unordered(before.get(key)), _unordered(after.get(key)), key, lines)
     return lines
 
 

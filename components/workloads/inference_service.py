@@ -179,7 +179,8 @@ class InferenceServiceArgs:
     """Units of the pool's GPU resource per replica."""
     scheduling: SchedulingContract | None = None
     """The pool's contract; required with GPUs."""
-    priority_class: str = "normal"
+    priority_class: str | None = None
+    """None: no ``priorityClassName``; the cluster's global default class applies."""
     queue_name: str | None = None
     """Submit the Deployment's pods through this Kueue LocalQueue (Kueue's deployment
     integration); None: only the namespace quota applies."""
@@ -341,7 +342,7 @@ def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
                 "serviceAccountName": args.service_account,
                 "automountServiceAccountToken": False,
                 "enableServiceLinks": False,
-                "priorityClassName": args.priority_class,
+                **({"priorityClassName": args.priority_class} if args.priority_class else {}),
                 "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
                 "securityContext": pod_security_context(
                     args.run_as_user, args.run_as_group, args.fs_group
@@ -486,7 +487,7 @@ def statefulset_spec(args: InferenceServiceArgs, dependency: StatefulDependency)
                 "serviceAccountName": args.service_account,
                 "automountServiceAccountToken": False,
                 "enableServiceLinks": False,
-                "priorityClassName": args.priority_class,
+                **({"priorityClassName": args.priority_class} if args.priority_class else {}),
                 "securityContext": pod_security_context(
                     dependency.run_as_user, dependency.run_as_user, dependency.run_as_user
                 ),

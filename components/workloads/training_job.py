@@ -173,7 +173,8 @@ class TrainingJobArgs:
     """The pool's contract: node selector, tolerations, GPU resource. Required with GPUs."""
     workload_type: str = WORKLOAD_TYPE_TRAINING
     """``training`` or ``evaluation``: the workload-type label."""
-    priority_class: str = "normal"
+    priority_class: str | None = None
+    """None: no ``priorityClassName``; the cluster's global default class applies."""
     queue_name: str | None = None
     """The team's Kueue LocalQueue: labels the Job and creates it suspended for Kueue to admit.
     None: the Job starts at once (CPU-only jobs, teams without a queue)."""
@@ -443,7 +444,7 @@ def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
         "serviceAccountName": args.service_account,
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
-        "priorityClassName": args.priority_class,
+        **({"priorityClassName": args.priority_class} if args.priority_class else {}),
         "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
         "securityContext": pod_security_context(args.run_as_user, args.run_as_group, args.fs_group),
         **placement(args.scheduling),

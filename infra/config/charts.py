@@ -18,11 +18,11 @@ from pydantic import Field
 
 from components.charts import GPU_OPERATOR, KUEUE, MONITORING_CHARTS, Chart, ChartSource
 
+from ..gpu.config import GpuStackConfig
+from ..monitoring.config import MonitoringConfig
+from ..queueing.config import QueueingConfig
 from .base import ConfigModel
 from .errors import ConfigIssue
-from .gpu import GpuStackConfig
-from .monitoring import MonitoringConfig
-from .queueing import QueueingConfig
 
 Source = Literal["repositories", "directory"]
 

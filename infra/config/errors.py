@@ -52,6 +52,11 @@ def entry_ref(list_key: str, name: str) -> str:
     return f"{list_key}{_item(name)}"
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 node``, ``3 nodes``: counts in messages."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def render_key_path(path: Sequence[PathPart], names: Sequence[str | None] = ()) -> str:
     """``ai-platform:teams[research].quota.gpus``: names where known, positions otherwise."""
     if not path:

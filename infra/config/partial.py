@@ -17,7 +17,7 @@ import contextvars
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, NoReturn, TypeVar
+from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -202,6 +202,33 @@ def parsed(items: Sequence[T]) -> Iterator[tuple[int, T]]:
             yield index, item
         else:
             _note(path, "entry")
+
+
+def repeats(names: Iterable[tuple[int, str]] | list[str]) -> Iterator[tuple[int, int]]:
+    """``(index, first_index)`` for every name seen before: the first use is not an error.
+    Takes names, or ``(index, name)`` pairs of the items that parsed."""
+    first: dict[str, int] = {}
+    for position, item in enumerate(names):
+        index, name = item if isinstance(item, tuple) else (position, item)
+        if name in first:
+            yield index, first[name]
+        else:
+            first[name] = index
+
+
+class Named(Protocol):
+    """A config list item with a name (teams, pools, priority classes)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
+def by_name(items: Sequence[N]) -> ByName[N]:
+    """:class:`ByName` of items keyed by their ``name``."""
+    return ByName(items, lambda item: item.name)
 
 
 class ByName(Generic[T]):

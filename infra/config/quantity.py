@@ -103,3 +103,15 @@ def format_bytes(amount: Decimal) -> str:
         if amount >= factor and amount % factor == 0:
             return f"{amount // factor}{suffix}"
     return str(amount)
+
+
+def show_amount(resource: str, amount: Decimal) -> str:
+    """``16Gi`` for memory, ``48`` or ``0.5`` otherwise (for error messages); absurd magnitudes
+    (a typo'd exponent) exceed the decimal context's precision and are shown as written instead
+    of crashing."""
+    try:
+        if resource == "memory":
+            return format_bytes(amount)
+        return str(int(amount)) if amount == amount.to_integral_value() else str(amount.normalize())
+    except ArithmeticError:
+        return str(amount)

@@ -6,18 +6,18 @@ from typing import Any
 
 from pydantic import Field
 
+from ..gpu.config import GpuNodePoolConfig, GpuStackConfig
+from ..manifests.config import EscapeHatchConfig
+from ..monitoring.config import MonitoringConfig
+from ..queueing.config import QueueingConfig
+from ..scheduling.config import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
+from ..storage.config import StorageConfig
+from ..tenancy.config import TeamConfig
+from ..workloads.config import WorkloadConfig
 from .base import ConfigModel
 from .charts import ChartsConfig
 from .cluster import ClusterConfig
-from .escape_hatch import EscapeHatchConfig
-from .gpu import GpuNodePoolConfig, GpuStackConfig
 from .images import ImagesConfig
-from .monitoring import MonitoringConfig
-from .priority import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
-from .queueing import QueueingConfig
-from .storage import StorageConfig
-from .teams import TeamConfig
-from .workloads import WorkloadConfig
 
 
 class PlatformConfig(ConfigModel):

@@ -11,8 +11,8 @@ import pytest
 from components.constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION
 from components.raw_manifests import group_kind, is_cluster_scoped
 from infra.config import ConfigError, validate_platform_config
-from infra.config.manifests import platform_namespaces, platform_objects, workload_names
 from infra.field_ownership import PATCH_FORCE_ANNOTATION
+from infra.manifests.rules import platform_namespaces, platform_objects, workload_names
 from tests.harness import run_stack, stack_config
 
 

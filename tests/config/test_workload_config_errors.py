@@ -671,8 +671,8 @@ def test_defaults_of_a_minimal_workload() -> None:
 def test_gang_capacity_is_per_node_units_times_nodes(
     sharing: dict[str, Any], per_pod: int, expected: int
 ) -> None:
-    from infra.config.gpu import GpuNodePoolConfig
-    from infra.config.rules import gang_capacity
+    from infra.gpu.capacity import gang_capacity
+    from infra.gpu.config import GpuNodePoolConfig
 
     pool = GpuNodePoolConfig.model_validate(
         {

@@ -28,7 +28,7 @@ from components.gpu_node_pool import (
     pool_field_manager,
     scheduling_contract,
 )
-from infra.stack import _pool_args
+from infra.gpu.build import pool_args as _pool_args
 from tools.e2e import cluster as clusters
 from tools.e2e import pki as pkis
 from tools.e2e.cluster import ClusterError, Component, LocalCluster, State

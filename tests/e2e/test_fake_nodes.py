@@ -13,7 +13,7 @@ import pytest
 
 from components.gpu_node_pool import KarpenterBackend, nodepool_spec, scheduling_contract
 from infra.config import PlatformConfig, StackFile
-from infra.stack import _pool_args
+from infra.gpu.build import pool_args as _pool_args
 from tools.e2e.nodes import (
     POOL_ANNOTATION,
     SYSTEM_NODES,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from infra.config import ConfigError, validate_platform_config
-from infra.config.manifests import exception_positions
+from infra.manifests.rules import exception_positions
 from tests.hardening.mutations import BASES
 
 TEAMS = ("research", "search-serving", "platform")

@@ -47,8 +47,8 @@ def render_monitoring(
 
     def program() -> dict[str, Any]:
         from components.monitoring.stack import MonitoringStack
-        from infra.config.monitoring import MonitoringConfig
-        from infra.monitoring import monitoring_stack_args
+        from infra.monitoring.build import monitoring_stack_args
+        from infra.monitoring.config import MonitoringConfig
 
         config = MonitoringConfig.model_validate(monitoring)
         component = MonitoringStack(

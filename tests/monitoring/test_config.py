@@ -10,18 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from infra.config.errors import ConfigIssue, issues_from_validation_error
-from infra.config.monitoring import (
-    MONITORING_RULES,
-    MonitoringConfig,
+from infra.monitoring.config import MonitoringConfig, parse_byte_size, parse_duration
+from infra.monitoring.rules import RULES as MONITORING_RULES
+from infra.monitoring.rules import (
     alert_receivers_are_consistent,
     loki_storage_matches_mode,
     monitoring_namespaces_are_distinct,
     monitoring_retention_parses,
     monitoring_storage_classes_exist,
-    parse_byte_size,
-    parse_duration,
 )
-from infra.config.storage import StorageConfig
+from infra.storage.config import StorageConfig
 from tests.harness import stack_config
 from tests.monitoring.stack_blocks import dev_monitoring, prod_monitoring
 

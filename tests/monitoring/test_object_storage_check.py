@@ -14,7 +14,7 @@ import boto3
 import pytest
 import yaml
 
-from infra.config.monitoring import LokiObjectStorageConfig
+from infra.monitoring.config import LokiObjectStorageConfig
 from tools import object_storage_check
 from tools.object_storage_check import MARKER_PREFIX, CheckResult, check_object_storage, main
 

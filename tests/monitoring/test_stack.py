@@ -452,8 +452,8 @@ def test_password_output_and_mapped_credentials_are_secrets() -> None:
         import pulumi_kubernetes as k8s
 
         from components.monitoring.stack import MonitoringStack
-        from infra.config.monitoring import MonitoringConfig
-        from infra.monitoring import monitoring_stack_args
+        from infra.monitoring.build import monitoring_stack_args
+        from infra.monitoring.config import MonitoringConfig
 
         args = monitoring_stack_args(MonitoringConfig.model_validate(monitoring))
         component = MonitoringStack("monitoring", args)

@@ -44,8 +44,8 @@ from components.workloads.preflight import SCRIPT_FILENAME, script_text
 from components.workloads.training_job import TRAINER_COMPONENT, TrainingJobArgs, job_spec
 from infra.config import PlatformConfig
 from infra.config.quantity import parse_quantity
-from infra.config.queueing import kueue_may_preempt as may_preempt
-from infra.stack import _pool_args  # the one config -> pool-args mapping the platform uses
+from infra.gpu.build import pool_args as _pool_args  # the platform's config -> pool-args mapping
+from infra.queueing.config import kueue_may_preempt as may_preempt
 
 from .cluster import HOLD_ANNOTATION, LocalCluster
 from .report import fail

@@ -47,8 +47,8 @@ from components.gpu_node_pool import (
     scheduling_contract,
 )
 from infra.config import PlatformConfig
-from infra.config.gpu import GpuNodePoolConfig
-from infra.stack import _pool_args  # the one config → pool-args mapping the platform uses
+from infra.gpu.build import pool_args as _pool_args  # the platform's config -> pool-args mapping
+from infra.gpu.config import GpuNodePoolConfig
 
 KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
 """KWOK runs with ``--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake``."""

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from .base import ConfigModel, DnsLabel, LabelMap
-from .quantity import Count, Quantity
-from .queueing import TeamQueueConfig
+from components.predicates import is_env_name
+
+from ..config.base import ConfigModel, DnsLabel, LabelMap
+from ..config.quantity import Count, Quantity
+from ..queueing.config import TeamQueueConfig
 
 TeamPurpose = Literal["training", "serving", "platform"]
 AccessMode = Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"]
 VolumePurpose = Literal["datasets", "checkpoints", "models", "general"]
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 def _env_names(value: dict[str, str]) -> dict[str, str]:
     for key in value:
-        if not _ENV_NAME.match(key):
+        if not is_env_name(key):
             raise ValueError(
                 f"environment variable names must match [A-Za-z_][A-Za-z0-9_]*, got {key!r}"
             )

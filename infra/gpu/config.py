@@ -1,8 +1,9 @@
 """``ai-platform:nodePools`` and ``ai-platform:gpuStack``: GPU nodes and the NVIDIA stack on them.
 
 A pool is either launched by Karpenter (``backend: karpenter``) or made of existing on-premises
-nodes (``backend: static``). Cross-field rules (sizes, MIG profiles, node classes, quotas) live in
-``rules.py``.
+nodes (``backend: static``). Cross-field rules (sizes, sharing, node classes) are in ``rules.py``,
+what a pool holds in ``capacity.py``, the mapping to ``GpuNodePool`` and ``GpuOperator`` in
+``build.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from .base import ConfigModel, DnsLabel, DnsSubdomain, LabelMap, validate_label_key
+from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, LabelMap, validate_label_key
 
 Backend = Literal["karpenter", "static"]
 PoolPurpose = Literal["training", "inference", "batch"]
@@ -156,6 +157,18 @@ class KarpenterDisruptionConfig(ConfigModel):
     """Node lifetime. Default ``Never`` for training (expiry ignores budgets), else ``720h``."""
     termination_grace_period: KarpenterDuration | None = None
     """Longest Karpenter waits for pods on a draining node before terminating it."""
+
+    def consolidation_policy_for(self, purpose: PoolPurpose) -> ConsolidationPolicy:
+        """``consolidationPolicy`` as set, else its default for a pool of ``purpose``."""
+        if self.consolidation_policy is not None:
+            return self.consolidation_policy
+        return "WhenEmpty" if purpose == "training" else "WhenEmptyOrUnderutilized"
+
+    def expire_after_for(self, purpose: PoolPurpose) -> str:
+        """``expireAfter`` as set, else its default for a pool of ``purpose``."""
+        if self.expire_after is not None:
+            return self.expire_after
+        return "Never" if purpose == "training" else "720h"
 
 
 class NodeClassRefConfig(ConfigModel):

@@ -18,10 +18,10 @@ from components.constants import (
     GPU_OPERATOR_NAMESPACE,
     KARPENTER_API_VERSION,
     KARPENTER_AWS_GROUP,
-    KUBE_SYSTEM_NAMESPACE,
     KUEUE_DEFAULT_LOCAL_QUEUE,
     KUEUE_NAMESPACE,
     PROJECT,
+    SYSTEM_NAMESPACES,
     TEAM_ADMIN_ROLE,
     TEAM_ENV_CONFIGMAP,
     TEAM_LIMIT_RANGE_NAME,
@@ -47,12 +47,12 @@ from components.raw_manifests import (
     resource_class,
 )
 
-from .cluster import ClusterConfig
-from .errors import ConfigIssue, entry_ref
-from .escape_hatch import EscapeHatchConfig
-from .monitoring import MonitoringConfig
-from .partial import parsed
-from .teams import TeamConfig
+from ..config.cluster import ClusterConfig
+from ..config.errors import ConfigIssue, entry_ref
+from ..config.partial import parsed
+from ..monitoring.config import MonitoringConfig
+from ..tenancy.config import TeamConfig
+from .config import EscapeHatchConfig
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 
@@ -102,9 +102,6 @@ def extra_manifest_issues(manifests: ExtraManifests) -> Iterator[ConfigIssue]:
 # --- The fence (ai-platform:escapeHatch) and collisions with what the platform declares --------
 ObjectKey = tuple[str, str | None, str]
 """``(group/Kind or Kind, namespace, name)`` of an object."""
-
-SYSTEM_NAMESPACES = frozenset({"default", KUBE_SYSTEM_NAMESPACE, "kube-public", "kube-node-lease"})
-"""Kubernetes' own namespaces: nothing of the escape hatch goes there without an exception."""
 
 
 class Fenced(Protocol):
@@ -391,3 +388,11 @@ def extra_manifests_stay_in_the_fence(config: Fenced) -> Iterator[ConfigIssue]:
                 f"{_show(key)} is not admitted by ai-platform:escapeHatch.allow (default: every "
                 "namespaced kind in the team namespaces); add an allowance or a named exception",
             )
+
+
+def extra_manifests_are_registrable(config: Fenced) -> Iterator[ConfigIssue]:
+    yield from extra_manifest_issues(config.extra_manifests)
+
+
+RULES = (extra_manifests_are_registrable, extra_manifests_stay_in_the_fence)
+"""The escape hatch rules, in the order they report."""

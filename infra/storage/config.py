@@ -1,4 +1,5 @@
-"""``ai-platform:storage``: storage classes for datasets and checkpoints."""
+"""``ai-platform:storage``: storage classes for datasets and checkpoints (rules in ``rules.py``,
+the mapping to ``StorageClasses`` and teams' ``DataVolume``s in ``build.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ConfigModel, DnsSubdomain
+from ..config.base import ConfigModel, DnsSubdomain
 
 VolumePurpose = Literal["datasets", "checkpoints", "models", "general"]
 ReclaimPolicy = Literal["Retain", "Delete"]
@@ -35,6 +36,12 @@ class StorageClassConfig(ConfigModel):
     """Let PVCs grow in place when a dataset outgrows its claim."""
     mount_options: list[str] = []
     """Mount options, e.g. ``nfsvers=4.1``."""
+
+    def reclaim_policy_for(self, protects_data: bool) -> ReclaimPolicy:
+        """``reclaimPolicy`` as set, else its default for a stack that protects data or not."""
+        if self.reclaim_policy is not None:
+            return self.reclaim_policy
+        return "Retain" if protects_data else "Delete"
 
 
 class StorageConfig(ConfigModel):

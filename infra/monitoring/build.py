@@ -1,6 +1,6 @@
 """``MonitoringConfig`` → ``MonitoringStackArgs``: the only place config meets the component.
 
-Kept out of ``infra/stack.py`` so the stack composition needs one call. Every receiver credential
+Every receiver credential
 leaves here as ``pulumi.Output.secret``: the stack file marks them ``secure:``, but the loaded
 config cannot tell, so this layer (and the component again) treats them as secrets regardless.
 """
@@ -25,8 +25,12 @@ from components.monitoring.spec import (
     PrometheusSpec,
     ScrapeSpec,
 )
+from components.monitoring.stack import MonitoringStack
 
-from .config.monitoring import AlertReceiverConfig, MonitoringConfig
+from ..config.root import PlatformConfig
+from ..outputs import MonitoringOutputs
+from ..sources import MONITORING
+from .config import AlertReceiverConfig, MonitoringConfig
 
 _CREDENTIAL = {
     "slack": "url",
@@ -149,4 +153,39 @@ def monitoring_stack_args(
         retain_on_delete=retain_on_delete,
         chart_source=chart_source,
         registry_mirror=registry_mirror,
+    )
+
+
+def monitoring_stack(
+    config: PlatformConfig, gpu_operator: pulumi.Resource | None, opts: pulumi.ResourceOptions
+) -> MonitoringStack | None:
+    """The monitoring stack, if enabled; its DCGM objects wait for the GPU operator."""
+    if not config.monitoring.enabled:
+        return None
+    args = monitoring_stack_args(
+        config.monitoring,
+        cluster_name=config.cluster.name,
+        retain_on_delete=config.cluster.protects_data,
+        gpu_stack_enabled=config.gpu_stack.enabled,
+        queueing_enabled=config.queueing.enabled,
+        dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
+        chart_source=config.charts.chart_source,
+        registry_mirror=config.images.registry_mirror,
+        team_namespaces={team.name: team.namespace_name for team in config.teams},
+    )
+    return MonitoringStack(MONITORING, args, opts)
+
+
+def monitoring_outputs(stack: MonitoringStack | None) -> MonitoringOutputs | None:
+    """Addresses and names only; the Grafana password stays in its Secret."""
+    if stack is None:
+        return None
+    return MonitoringOutputs(
+        namespace=stack.monitoring_namespace,
+        logging_namespace=stack.logging_namespace,
+        grafana_url=stack.grafana_url,
+        grafana_admin_secret=stack.grafana_admin_secret_name,
+        prometheus_url=stack.prometheus_url,
+        alertmanager_url=stack.alertmanager_url,
+        loki_push_url=stack.loki_push_url,
     )

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ConfigModel, DnsSubdomain
+from ..config.base import ConfigModel, DnsSubdomain
 
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ConfigModel, DnsLabel, DnsSubdomain
-from .quantity import Count, Quantity, parse_quantity
+from ..config.base import ConfigModel, DnsLabel, DnsSubdomain
+from ..config.quantity import Count, Quantity, parse_quantity
 
 QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]

@@ -6,14 +6,14 @@ namespace). Anything else (cluster-scoped kinds: RBAC, webhooks, CRDs; anything 
 platform namespace) needs an exception that names the object and says why; in prod the policy
 pack refuses an exception its config does not approve (``escape-hatch-exceptions``), so it takes
 two reviewed changes, the stack file's and the policy config's. The checks are in
-``manifests.py``.
+``rules.py``.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from .base import ConfigModel, DnsLabel
+from ..config.base import ConfigModel, DnsLabel
 
 
 class ManifestAllowance(ConfigModel):

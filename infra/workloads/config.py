@@ -9,30 +9,30 @@ in ``rules.py`` (``WORKLOAD_RULES``).
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
 from components.constants import TORCHRUN_MASTER_PORT
+from components.predicates import is_dns1035_label
+from components.workloads.inference_service import MAX_DEPENDENCY_NAME_LENGTH, MAX_NAME_LENGTH
 
-from .base import ConfigModel, DnsLabel
-from .quantity import Quantity
-from .teams import AccessMode, EnvMap
+from ..config.base import ConfigModel, DnsLabel
+from ..config.quantity import Quantity
+from ..tenancy.config import AccessMode, EnvMap
 
 WorkloadKind = Literal["training", "inference"]
 TrainingWorkloadType = Literal["training", "evaluation"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 NodeSpread = Literal["DoNotSchedule", "ScheduleAnyway"]
 
-MAX_WORKLOAD_NAME = 40
-MAX_DEPENDENCY_NAME = 11
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_WORKLOAD_NAME = MAX_NAME_LENGTH
+MAX_DEPENDENCY_NAME = MAX_DEPENDENCY_NAME_LENGTH
 
 
 def _dns1035(max_length: int, why: str) -> AfterValidator:
     def check(value: str) -> str:
-        if len(value) > max_length or not _DNS1035.match(value):
+        if not is_dns1035_label(value, max_length):
             raise ValueError(
                 f"must be a DNS-1035 label of at most {max_length} characters (lower-case "
                 f"letters, digits and '-', starting with a letter): {why}, got {value!r}"

@@ -1,0 +1,2 @@
+"""Metrics, alerts, dashboards and logs: models (``config``), cross-field rules (``rules``) and the
+mapping to ``MonitoringStack`` (``build``)."""

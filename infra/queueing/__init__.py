@@ -1,0 +1,2 @@
+"""Kueue: models (``config``), cross-field rules (``rules``) and the mapping to components
+(``build``)."""

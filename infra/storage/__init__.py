@@ -1,0 +1,2 @@
+"""Storage classes and team volumes: models (``config``), cross-field rules (``rules``) and the
+mapping to components (``build``)."""

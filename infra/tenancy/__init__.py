@@ -1,0 +1,2 @@
+"""Teams and their guardrails: models (``config``), cross-field rules (``rules``) and the mapping
+to components (``build``)."""

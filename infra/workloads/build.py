@@ -1,0 +1,280 @@
+"""Training jobs and inference services: config -> ``TrainingJobArgs`` /
+``InferenceServiceArgs`` -> components, and the names the outputs publish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.data_volume import DataVolume
+from components.images import mirrored
+from components.kueue import DefaultQueue, TeamQueue
+from components.predicates import global_default
+from components.scheduling_contract import SchedulingContract
+from components.team_namespace import TeamNamespace
+from components.workloads import (
+    Autoscaling,
+    CheckpointVolume,
+    ComputeResources,
+    CustomMetric,
+    EgressAllowance,
+    InferenceService,
+    InferenceServiceArgs,
+    PreflightSpec,
+    Probes,
+    StatefulDependency,
+    TrainingJob,
+    TrainingJobArgs,
+    service_dns_name,
+)
+
+from ..config.root import PlatformConfig
+from ..outputs import WorkloadOutputs
+from ..sources import workload_name
+from ..tenancy.config import TeamConfig
+from .config import ComputeConfig, EgressConfig, WorkloadConfig
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """What a team's workloads need from the team: its config, namespace, queue and volumes.
+
+    Workloads take the namespace by name (``config.namespace_name``), not as the TeamNamespace's
+    Output: ``deploy_workload`` already orders each workload after the whole team namespace, and
+    an Output would cost every child resource a property dependency and its cycle check in the
+    SDK (docs/performance.md).
+    """
+
+    config: TeamConfig
+    namespace: TeamNamespace
+    queue: TeamQueue | None
+    volumes: dict[str, DataVolume]
+    default_queue: DefaultQueue | None = None
+    """What Kueue gives the team's work that names no queue (CPU-only work)."""
+
+
+def _compute(resources: ComputeConfig) -> ComputeResources:
+    return ComputeResources(
+        cpu=resources.cpu,
+        memory=resources.memory,
+        cpu_limit=resources.cpu_limit,
+        memory_limit=resources.memory_limit,
+    )
+
+
+def _egress(egress: EgressConfig) -> EgressAllowance:
+    return EgressAllowance(cidrs=tuple(egress.cidrs), ports=tuple(egress.ports))
+
+
+def _image(reference: str, config: PlatformConfig) -> str:
+    """A workload's image as the cluster pulls it: through the stack's mirror, if it has one."""
+    return mirrored(reference, config.images.registry_mirror)
+
+
+def _priority_class(workload: WorkloadConfig, config: PlatformConfig) -> str | None:
+    """The workload's class as its field documents it: its own, else the stack's global
+    default. Stated, not left to the cluster: the policy pack checks a GPU pod's class."""
+    return workload.priority_class or global_default(config.priority_classes)
+
+
+def _queue_name(workload: WorkloadConfig, owner: Tenant) -> str | None:
+    """GPU jobs (and GPU services that ask) go through the team's LocalQueue; CPU-only work
+    never does: the queue admits onto GPU flavours only."""
+    if owner.queue is None or workload.gpus is None:
+        return None
+    if workload.kind == "inference" and not workload.inference_settings.queued:
+        return None
+    return owner.queue.local_queue_name
+
+
+def training_job_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+    after: Sequence[pulumi.Resource] = (),
+) -> TrainingJobArgs:
+    settings = workload.training_settings
+    checkpoints = settings.checkpoints
+    preflight = settings.preflight
+    return TrainingJobArgs(
+        team=workload.team,
+        namespace=owner.config.namespace_name,  # the name: see Tenant
+        name=workload.name,
+        image=_image(workload.image, config),
+        resources=_compute(workload.resources),
+        command=tuple(workload.command),
+        args=tuple(workload.args),
+        nodes=settings.nodes,
+        gpus_per_node=workload.gpus.count if workload.gpus else 0,
+        scheduling=contract,
+        workload_type=settings.workload_type,
+        priority_class=_priority_class(workload, config),
+        queue_name=_queue_name(workload, owner),
+        dataset_claim=settings.dataset,
+        checkpoints=None
+        if checkpoints is None
+        else CheckpointVolume(
+            claim=checkpoints.claim,
+            storage_class=checkpoints.storage_class,
+            size=checkpoints.size,
+            access_modes=tuple(checkpoints.access_modes),
+            protect=config.cluster.protects_data,
+        ),
+        shm_size=settings.shm_size,
+        env=dict(workload.env),
+        log_level=workload.log_level,
+        master_port=settings.master_port,
+        backoff_limit=settings.backoff_limit,
+        active_deadline_seconds=settings.active_deadline_seconds,
+        ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
+        non_retryable_exit_codes=tuple(settings.non_retryable_exit_codes),
+        preflight=PreflightSpec(
+            enabled=preflight.enabled,
+            image=None if preflight.image is None else _image(preflight.image, config),
+            dataset_min_files=preflight.dataset_min_files,
+            checkpoint_min_free=preflight.checkpoint_min_free,
+            fail_job_on_gpu_mismatch=preflight.fail_job_on_gpu_mismatch,
+        ),
+        egress=_egress(workload.egress),
+        depends_on=tuple(after),
+        # Its Output: a claim the job creates waits for the namespace (and nothing else).
+        claim_namespace=owner.namespace.namespace,
+    )
+
+
+def inference_service_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+) -> InferenceServiceArgs:
+    settings = workload.inference_settings
+    metric = settings.custom_metric
+    return InferenceServiceArgs(
+        team=workload.team,
+        namespace=owner.config.namespace_name,  # the name: see Tenant
+        name=workload.name,
+        image=_image(workload.image, config),
+        resources=_compute(workload.resources),
+        command=tuple(workload.command),
+        args=tuple(workload.args),
+        port=settings.port,
+        metrics_port=settings.metrics_port,
+        metrics_path=settings.metrics_path,
+        probes=Probes(
+            readiness_path=settings.readiness_path,
+            liveness_path=settings.liveness_path,
+            startup_timeout_seconds=settings.startup_timeout_seconds,
+        ),
+        autoscaling=Autoscaling(
+            min_replicas=settings.min_replicas,
+            max_replicas=settings.max_replicas,
+            cpu_utilization=settings.target_cpu_utilization,
+            custom_metric=None
+            if metric is None
+            else CustomMetric(metric.name, metric.average_value),
+        ),
+        max_surge=settings.max_surge,
+        pdb_max_unavailable=settings.pdb_max_unavailable,
+        pdb_min_available=settings.pdb_min_available,
+        gpus=workload.gpus.count if workload.gpus else 0,
+        scheduling=contract,
+        priority_class=_priority_class(workload, config),
+        queue_name=_queue_name(workload, owner),
+        model_claim=settings.model,
+        shm_size=settings.shm_size,
+        env=dict(workload.env),
+        log_level=workload.log_level,
+        allow_from_namespaces=tuple(settings.allow_from_namespaces),
+        egress=_egress(workload.egress),
+        service_monitor=settings.service_monitor,
+        node_spread=settings.node_spread,
+        dependencies=tuple(
+            StatefulDependency(
+                name=dep.name,
+                image=_image(dep.image, config),
+                port=dep.port,
+                storage_class=dep.storage_class,
+                size=dep.size,
+                resources=_compute(dep.resources),
+                mount_path=dep.mount_path,
+                command=tuple(dep.command),
+                args=tuple(dep.args),
+                replicas=dep.replicas,
+                run_as_user=dep.run_as_user,
+            )
+            for dep in settings.stateful_dependencies
+        ),
+        retain_data=config.cluster.protects_data,
+    )
+
+
+def deploy_workload(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+    provider: k8s.Provider,
+) -> TrainingJob | InferenceService:
+    """One workload in its team's namespace, after the team's queue and the volumes it mounts."""
+    claims: set[str | None] = set()
+    if workload.kind == "training":
+        settings = workload.training_settings
+        claims = {settings.dataset, settings.checkpoints.claim if settings.checkpoints else None}
+    else:
+        claims = {workload.inference_settings.model}
+    # One edge stands for the whole team: the LocalQueue is registered only after its TeamQueue's
+    # dependencies, the TeamNamespace and everything in it (quota, limits, policies, identity),
+    # so a workload after the LocalQueue is after all of them. Depending on the components
+    # instead made the SDK expand and cycle-check a dozen resources per workload
+    # (docs/performance.md). Without a queue, the TeamNamespace itself.
+    after: list[pulumi.Resource] = [owner.queue.local_queue if owner.queue else owner.namespace]
+    # Kueue holds what names no queue (CPU-only work, a service's stateful dependencies) until
+    # the team's default LocalQueue exists, for good if it is created first.
+    names_no_queue = _queue_name(workload, owner) is None or (
+        workload.kind == "inference" and bool(workload.inference_settings.stateful_dependencies)
+    )
+    if owner.default_queue is not None and names_no_queue:
+        after.append(owner.default_queue.local_queue)
+    after += [volume for name, volume in owner.volumes.items() if name in claims]
+    name = workload_name(workload)
+    if workload.kind == "training":
+        # The job's objects wait, not the component: a checkpoint claim it creates would
+        # otherwise depend on all of the above (TrainingJobArgs.depends_on says why).
+        args = training_job_args(workload, owner, contract, config, after)
+        return TrainingJob(name, args, pulumi.ResourceOptions(provider=provider))
+    opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
+    return InferenceService(name, inference_service_args(workload, owner, contract, config), opts)
+
+
+def workload_outputs(
+    workload: WorkloadConfig, component: TrainingJob | InferenceService, namespace: str
+) -> WorkloadOutputs:
+    """Names other programs use to reach the workload (``<svc>.<ns>.svc.cluster.local``), as
+    the component named its objects."""
+    if isinstance(component, TrainingJob):
+        settings = workload.training_settings
+        service = component.service_name
+        return WorkloadOutputs(
+            kind=workload.kind,
+            workload_type=settings.workload_type,
+            object_name=component.job_name,
+            service_host=service_dns_name(service, namespace) if service else None,
+            port=settings.master_port if service else None,
+            checkpoint_claim=component.checkpoint_claim,
+        )
+    return WorkloadOutputs(
+        kind=workload.kind,
+        workload_type="inference",
+        object_name=component.deployment_name,
+        service_host=service_dns_name(component.service_name, namespace),
+        port=workload.inference_settings.port,
+        dependency_hosts={
+            name: service_dns_name(service, namespace)
+            for name, service in component.dependency_services.items()
+        },
+    )
