@@ -1,7 +1,8 @@
 """Stack composition: validated config in, components out. Nothing else builds resources.
 
-Data flows one way: ``PlatformConfig`` → component args → components → resources. Components
-never import from ``infra``.
+Data flows one way: ``PlatformConfig`` → each domain's ``build`` (component args) → components
+→ resources. Components never import from ``infra``; a domain's build never imports another's:
+what one needs of another (the pools, Kueue, a team's namespace) is passed in here.
 """
 
 from __future__ import annotations
@@ -9,10 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kueue import (
-    DefaultQueue,
-    TeamQueue,
-)
+from components.kueue import DefaultQueue, TeamQueue
 from components.network_policies import SystemNetwork
 
 from .config import PlatformConfig

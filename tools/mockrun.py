@@ -26,11 +26,10 @@ from pulumi.runtime.proto import resource_pb2
 
 from components.constants import PROJECT
 
+from .records import SECRET_MARK, UNKNOWN_MARK
+
 T = TypeVar("T")
 
-SECRET_MARK = "[secret]"
-"""What a secret value becomes in captured inputs: secrets never reach manifests or reports."""
-UNKNOWN_MARK = "[unknown]"
 STACK_TYPE = "pulumi:pulumi:Stack"
 OUR_PACKAGES = ("infra", "components")
 """Our import roots: purged before each run so module state cannot leak between runs."""

@@ -34,6 +34,8 @@ from kubernetes_validate import utils as kv_utils
 from kubernetes_validate.version import __version__ as KV_VERSION  # noqa: N812
 from referencing import Registry, Resource
 
+from .records import PLACEHOLDERS
+
 Status = Literal["valid", "invalid", "no-schema"]
 STATUSES: Final[tuple[Status, ...]] = ("valid", "invalid", "no-schema")
 
@@ -55,8 +57,6 @@ TEMPLATE_VARIABLES: Final = frozenset(
 )
 """The variables kubeconform substitutes, so its users' templates work unchanged."""
 
-PLACEHOLDERS: Final = frozenset({"[secret]", "[unknown]"})
-"""Values the preview writes instead of secrets/unknowns; their real type cannot be checked."""
 
 MAX_MESSAGE: Final = 240
 _DEFINITIONS_URI: Final = "https://kubernetes.io/api/_definitions.json"

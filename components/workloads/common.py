@@ -6,8 +6,6 @@ mean, and so must the policy pack and the tests that read their manifests.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,6 +23,7 @@ from ..constants import (
     WORKLOAD_TYPE_LABEL,
 )
 from ..labels import team_labels
+from ..predicates import is_dns1035_label, is_env_name, opens_everything
 from ..scheduling_contract import SchedulingContract
 
 TMP_MOUNT_PATH: Final = "/tmp"
@@ -34,13 +33,10 @@ CHECKPOINT_MOUNT_PATH: Final = "/checkpoints"
 MODEL_MOUNT_PATH: Final = "/models"
 """Mount points; the data paths are the ones the ``training-data-on-pvc`` policy watches."""
 
-_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 def check_name(name: str, what: str, max_length: int) -> None:
     """Names become Service names (DNS-1035 labels) and prefixes of derived object names."""
-    if len(name) > max_length or not _NAME.match(name):
+    if not is_dns1035_label(name, max_length):
         raise ValueError(
             f"{what} {name!r} must be a DNS-1035 label of at most {max_length} characters "
             "(lower-case letters, digits and '-', starting with a letter)"
@@ -50,7 +46,7 @@ def check_name(name: str, what: str, max_length: int) -> None:
 def check_env(env: Mapping[str, str], reserved: frozenset[str], what: str) -> None:
     """User environment may not shadow what the component sets itself."""
     for key in env:
-        if not _ENV_NAME.match(key):
+        if not is_env_name(key):
             raise ValueError(f"{what}: invalid environment variable name {key!r}")
         if key in reserved:
             raise ValueError(f"{what}: environment variable {key!r} is set by the component")
@@ -88,8 +84,7 @@ class EgressAllowance:
 
     def __post_init__(self) -> None:
         for cidr in self.cidrs:
-            network = ipaddress.ip_network(cidr, strict=False)
-            if network.prefixlen == 0:
+            if opens_everything(cidr):
                 raise ValueError(f"egress CIDR {cidr} opens the whole internet")
 
 
@@ -212,8 +207,3 @@ def env_list(values: Mapping[str, str]) -> list[dict[str, Any]]:
 def service_dns_name(service: str, namespace: str, cluster_domain: str = CLUSTER_DOMAIN) -> str:
     """``<svc>.<ns>.svc.<domain>``: what other namespaces (and the stack outputs) use."""
     return f"{service}.{namespace}.svc.{cluster_domain}"
-
-
-def env_var_prefix(name: str) -> str:
-    """``model-cache`` → ``MODEL_CACHE``: dependency names as environment variable prefixes."""
-    return name.upper().replace("-", "_")

@@ -35,6 +35,7 @@ from ..constants import (
     WORKLOAD_TYPE_INFERENCE,
     ZONE_LABEL,
 )
+from ..predicates import dependency_env, env_var_prefix, inference_conflicts
 from ..scheduling_contract import SchedulingContract
 from .common import (
     MODEL_MOUNT_PATH,
@@ -49,7 +50,6 @@ from .common import (
     container_security_context,
     dns_egress_rule,
     env_list,
-    env_var_prefix,
     namespaces_peer,
     placement,
     pod_security_context,
@@ -219,25 +219,29 @@ class InferenceServiceArgs:
         who = f"InferenceService {self.name}"
         if self.gpus and self.scheduling is None:
             raise ValueError(f"{who}: GPUs need a pool's SchedulingContract")
-        if self.port == self.metrics_port:
-            raise ValueError(f"{who}: port and metrics_port must differ")
         if self.max_surge < 1:
             raise ValueError(f"{who}: max_surge must be >= 1 (maxUnavailable is 0)")
         if (self.pdb_max_unavailable is None) == (self.pdb_min_available is None):
             raise ValueError(f"{who}: set exactly one of pdb_max_unavailable, pdb_min_available")
-        if (
-            self.pdb_min_available is not None
-            and self.pdb_min_available >= self.autoscaling.min_replicas
-        ):
+        conflicts = inference_conflicts(
+            port=self.port,
+            metrics_port=self.metrics_port,
+            min_replicas=self.autoscaling.min_replicas,
+            max_replicas=self.autoscaling.max_replicas,
+            has_metric=True,  # Autoscaling checks its own
+            min_available=self.pdb_min_available,
+            max_unavailable=self.pdb_max_unavailable,
+        )
+        if "ports" in conflicts:
+            raise ValueError(f"{who}: port and metrics_port must differ")
+        if "budget-blocks-drains" in conflicts:
             raise ValueError(f"{who}: pdb_min_available must be below min_replicas")
         if self.node_spread not in ("DoNotSchedule", "ScheduleAnyway"):
             raise ValueError(f"{who}: node_spread {self.node_spread!r}")
         names = [d.name for d in self.dependencies]
         if len(set(names)) != len(names):
             raise ValueError(f"{who}: dependency names must be unique")
-        reserved = RESERVED_ENV | {
-            f"{env_var_prefix(n)}_{suffix}" for n in names for suffix in ("HOST", "PORT")
-        }
+        reserved = RESERVED_ENV | dependency_env(names)
         check_env(self.env, reserved, who)
 
     def dependency_service(self, dependency: StatefulDependency) -> str:

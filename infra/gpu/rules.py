@@ -5,7 +5,7 @@ Each reads only what ``GpuPlatform`` declares; what a pool holds is in ``capacit
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 from components.constants import EC2_NODE_CLASS_KIND, KARPENTER_AWS_GROUP
@@ -13,14 +13,11 @@ from components.gpu_products import mig_family
 
 from ..config.errors import ConfigIssue, entry_ref
 from ..config.partial import parsed, repeats
-from .config import GpuNodePoolConfig
+from ..config.views import HasNodePools
 
 
-class GpuPlatform(Protocol):
+class GpuPlatform(HasNodePools, Protocol):
     """What the pool rules read."""
-
-    @property
-    def node_pools(self) -> Sequence[GpuNodePoolConfig]: ...
 
 
 def unique_pool_names(config: GpuPlatform) -> Iterator[ConfigIssue]:

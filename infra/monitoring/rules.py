@@ -13,18 +13,12 @@ from typing import Protocol
 
 from ..config.errors import ConfigIssue
 from ..config.quantity import parse_quantity
-from ..storage.config import StorageConfig
-from .config import MonitoringConfig, parse_byte_size, parse_duration
+from ..config.views import HasMonitoring, HasStorage
+from .config import parse_byte_size, parse_duration
 
 
-class MonitoredPlatform(Protocol):
+class MonitoredPlatform(HasMonitoring, HasStorage, Protocol):
     """What the monitoring rules read."""
-
-    @property
-    def monitoring(self) -> MonitoringConfig: ...
-
-    @property
-    def storage(self) -> StorageConfig: ...
 
 
 _ROOT = "monitoring"

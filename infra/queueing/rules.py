@@ -7,7 +7,7 @@ Each reads only what ``QueuedPlatform`` declares.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Protocol
 
@@ -16,24 +16,15 @@ from components.constants import GPU_RESOURCE, MIG_RESOURCE_PREFIX
 from ..config.errors import ConfigIssue, entry_ref
 from ..config.partial import by_name, parsed, repeats
 from ..config.quantity import parse_quantity, show_amount
+from ..config.views import HasNodePools, HasPriorityClasses, HasQueueing, HasTeams
 from ..gpu.capacity import capacity_text, pool_capacity, pool_gpu_resource, pool_is_sound
 from ..gpu.config import GpuNodePoolConfig
-from ..scheduling.config import PriorityClassConfig
 from ..tenancy.config import TeamConfig
-from .config import QueueingConfig, TeamPoolQuota, kueue_may_preempt
+from .config import TeamPoolQuota, kueue_may_preempt
 
 
-class QueuedPlatform(Protocol):
+class QueuedPlatform(HasTeams, HasNodePools, HasQueueing, HasPriorityClasses, Protocol):
     """What the queue rules read."""
-
-    @property
-    def teams(self) -> Sequence[TeamConfig]: ...
-    @property
-    def node_pools(self) -> Sequence[GpuNodePoolConfig]: ...
-    @property
-    def queueing(self) -> QueueingConfig: ...
-    @property
-    def priority_classes(self) -> Sequence[PriorityClassConfig]: ...
 
 
 def _sound_pools(config: QueuedPlatform) -> dict[str, tuple[int, GpuNodePoolConfig]]:
@@ -131,7 +122,7 @@ def namespace_quotas_cover_queues(config: QueuedPlatform) -> Iterator[ConfigIssu
         for quota in queued(team):
             found = pools.get(quota.pool)
             if found is None or not pool_is_sound(found[1]):
-                continue  # unknown or unsound pool: reported by the rules above
+                continue  # unknown or unsound pool: the queue and pool rules say why
             pool = found[1]
             limit = quota.borrowing_limit
             for resource, nominal, borrow in (

@@ -5,21 +5,18 @@ Each reads only what ``ScheduledPlatform`` declares.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 from components.predicates import global_default
 
 from ..config.errors import ConfigIssue
 from ..config.partial import parsed, repeats
-from .config import PriorityClassConfig
+from ..config.views import HasPriorityClasses
 
 
-class ScheduledPlatform(Protocol):
+class ScheduledPlatform(HasPriorityClasses, Protocol):
     """What the priority class rules read."""
-
-    @property
-    def priority_classes(self) -> Sequence[PriorityClassConfig]: ...
 
 
 def priority_classes_are_consistent(config: ScheduledPlatform) -> Iterator[ConfigIssue]:

@@ -9,19 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from ..config.cluster import ClusterConfig
 from ..config.errors import ConfigIssue
 from ..config.partial import repeats
-from .config import StorageConfig
+from ..config.views import HasCluster, HasStorage
 
 
-class StoragePlatform(Protocol):
+class StoragePlatform(HasCluster, HasStorage, Protocol):
     """What the storage class rules read."""
-
-    @property
-    def cluster(self) -> ClusterConfig: ...
-    @property
-    def storage(self) -> StorageConfig: ...
 
 
 def storage_classes_are_consistent(config: StoragePlatform) -> Iterator[ConfigIssue]:

@@ -9,54 +9,43 @@ Each reads only what ``TenancyPlatform`` or ``GuardedPlatform`` declares.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Protocol
 
-from components.constants import DEFAULT_QUEUE_FLAVOR, PLATFORM_NAMESPACES, SYSTEM_NAMESPACES
+from components.constants import (
+    DEFAULT_QUEUE_FLAVOR,
+    PLATFORM_NAMESPACES,
+    SYSTEM_NAMESPACES,
+    TRAINING_ENV_VAR,
+)
 
-from ..config.cluster import ClusterConfig
 from ..config.errors import ConfigIssue
 from ..config.partial import ByName, by_name, parsed, repeats
 from ..config.quantity import parse_quantity, show_amount
-from ..gpu.config import GpuNodePoolConfig
-from ..queueing.config import QueueingConfig
-from ..scheduling.config import PriorityClassConfig
-from ..storage.config import StorageConfig
-from ..workloads.config import WorkloadConfig
-from .config import TeamConfig
+from ..config.views import (
+    HasCluster,
+    HasNodePools,
+    HasPriorityClasses,
+    HasQueueing,
+    HasStorage,
+    HasTeams,
+    HasWorkloads,
+)
 
 RESERVED_NAMESPACES = SYSTEM_NAMESPACES | PLATFORM_NAMESPACES
 """Namespaces Kubernetes or the platform itself owns; no team may take them."""
 
-PLATFORM_ENV_KEYS = frozenset({"TRAINING_ENV"})
+PLATFORM_ENV_KEYS = frozenset({TRAINING_ENV_VAR})
 """Environment variables the platform sets in every team ConfigMap."""
 
 
-class TenancyPlatform(Protocol):
+class TenancyPlatform(HasTeams, HasPriorityClasses, HasStorage, Protocol):
     """What the team rules read."""
 
-    @property
-    def teams(self) -> Sequence[TeamConfig]: ...
-    @property
-    def priority_classes(self) -> Sequence[PriorityClassConfig]: ...
-    @property
-    def storage(self) -> StorageConfig: ...
 
-
-class GuardedPlatform(Protocol):
+class GuardedPlatform(HasCluster, HasTeams, HasNodePools, HasQueueing, HasWorkloads, Protocol):
     """What the guardrail rules read."""
-
-    @property
-    def cluster(self) -> ClusterConfig: ...
-    @property
-    def teams(self) -> Sequence[TeamConfig]: ...
-    @property
-    def node_pools(self) -> Sequence[GpuNodePoolConfig]: ...
-    @property
-    def queueing(self) -> QueueingConfig: ...
-    @property
-    def workloads(self) -> Sequence[WorkloadConfig]: ...
 
 
 def duplicates(names: list[str]) -> set[str]:

@@ -3,7 +3,7 @@
 Common settings (image, resources, GPUs, priority, egress) sit on the workload; what only one
 kind has sits in its block, ``training:`` or ``inference:``. Cross-field rules (the team, pool,
 volumes, storage classes and priority class exist; requests fit the team's quota and queue) are
-in ``rules.py`` (``WORKLOAD_RULES``).
+in ``rules.py``, what a workload holds in ``demand.py``, the mapping to components in ``build.py``.
 """
 
 from __future__ import annotations

@@ -8,19 +8,32 @@ capacity from ``infra.gpu.capacity``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Protocol
 
 from components.constants import GPU_RESOURCE, MIG_RESOURCE_PREFIX
-from components.predicates import global_default, opens_everything
-from components.workloads.common import env_var_prefix
+from components.predicates import (
+    InferenceConflict,
+    dependency_env,
+    global_default,
+    inference_conflicts,
+    opens_everything,
+)
 from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
 
 from ..config.errors import ConfigIssue, entry_ref, plural
 from ..config.partial import by_name, parsed, repeats
 from ..config.quantity import parse_quantity, show_amount
+from ..config.views import (
+    HasNodePools,
+    HasPriorityClasses,
+    HasQueueing,
+    HasStorage,
+    HasTeams,
+    HasWorkloads,
+)
 from ..gpu.capacity import (
     gang_capacity,
     node_bound,
@@ -31,30 +44,18 @@ from ..gpu.capacity import (
     pool_units_per_node,
 )
 from ..gpu.config import GpuNodePoolConfig
-from ..queueing.config import QueueingConfig, default_queue_capacity
+from ..queueing.config import default_queue_capacity
 from ..queueing.rules import queued
-from ..scheduling.config import PriorityClassConfig
-from ..storage.config import StorageClassConfig, StorageConfig
+from ..storage.config import StorageClassConfig
 from ..tenancy.config import TeamConfig
 from .config import CheckpointConfig, WorkloadConfig
 from .demand import limit_of, workload_demand
 
 
-class WorkloadPlatform(Protocol):
+class WorkloadPlatform(
+    HasTeams, HasNodePools, HasPriorityClasses, HasStorage, HasQueueing, HasWorkloads, Protocol
+):
     """What the workload rules read."""
-
-    @property
-    def teams(self) -> Sequence[TeamConfig]: ...
-    @property
-    def node_pools(self) -> Sequence[GpuNodePoolConfig]: ...
-    @property
-    def priority_classes(self) -> Sequence[PriorityClassConfig]: ...
-    @property
-    def storage(self) -> StorageConfig: ...
-    @property
-    def queueing(self) -> QueueingConfig: ...
-    @property
-    def workloads(self) -> Sequence[WorkloadConfig]: ...
 
 
 BLOCK_PROVISIONERS = frozenset(
@@ -82,9 +83,7 @@ def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
     if workload.kind == "training":
         return frozenset(TRAINING_RESERVED_ENV)
     dependencies = workload.inference_settings.stateful_dependencies
-    return INFERENCE_RESERVED_ENV | {
-        f"{env_var_prefix(d.name)}_{suffix}" for d in dependencies for suffix in ("HOST", "PORT")
-    }
+    return INFERENCE_RESERVED_ENV | dependency_env(d.name for d in dependencies)
 
 
 def workload_teams_exist(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
@@ -158,30 +157,40 @@ def _inference_settings(
 ) -> Iterator[ConfigIssue]:
     settings = workload.inference_settings
     where = (*path, "inference")
-    if settings.min_replicas > settings.max_replicas:
-        yield ConfigIssue(
-            (*where, "minReplicas"),
+    conflicts = inference_conflicts(
+        port=settings.port,
+        metrics_port=settings.metrics_port,
+        min_replicas=settings.min_replicas,
+        max_replicas=settings.max_replicas,
+        has_metric=settings.target_cpu_utilization is not None
+        or settings.custom_metric is not None,
+        min_available=settings.min_available,
+        max_unavailable=settings.max_unavailable,
+    )
+    messages: dict[InferenceConflict, tuple[str, str]] = {
+        "replicas": (
+            "minReplicas",
             f"minReplicas {settings.min_replicas} exceeds maxReplicas {settings.max_replicas}",
-        )
-    if settings.min_available is not None and settings.max_unavailable is not None:
-        yield ConfigIssue((*where, "minAvailable"), "set maxUnavailable or minAvailable, not both")
-    elif settings.min_available is not None and settings.min_available >= settings.min_replicas:
-        yield ConfigIssue(
-            (*where, "minAvailable"),
+        ),
+        "budget-both": ("minAvailable", "set maxUnavailable or minAvailable, not both"),
+        "budget-blocks-drains": (
+            "minAvailable",
             f"must be below minReplicas ({settings.min_replicas}): a budget that keeps every "
             "replica blocks node drains",
-        )
-    if settings.metrics_port == settings.port:
-        yield ConfigIssue(
-            (*where, "metricsPort"),
+        ),
+        "ports": (
+            "metricsPort",
             f"must differ from port {settings.port}: the monitoring namespace may reach the "
             "metrics port only",
-        )
-    if settings.target_cpu_utilization is None and settings.custom_metric is None:
-        yield ConfigIssue(
-            (*where, "targetCpuUtilization"),
+        ),
+        "no-metric": (
+            "targetCpuUtilization",
             "set targetCpuUtilization or customMetric: the autoscaler needs a metric",
-        )
+        ),
+    }
+    for conflict in conflicts:
+        key, message = messages[conflict]
+        yield ConfigIssue((*where, key), message)
     if settings.queued and workload.gpus is None:
         yield ConfigIssue(
             (*where, "queued"),

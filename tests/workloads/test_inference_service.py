@@ -196,6 +196,14 @@ def test_shared_memory_for_tensor_parallel_servers():
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "2Gi"}
 
 
+def test_without_a_priority_class_the_clusters_default_applies():
+    """No opinion, no field, on the server and on its stateful dependencies alike."""
+    dependency = StatefulDependency("redis", "redis:7", 6379, "fast", "1Gi")
+    run = rendered(service_args(priority_class=None, dependencies=(dependency,)))
+    for kind in ("Deployment", "StatefulSet"):
+        assert "priorityClassName" not in pod_spec(only(run, kind))
+
+
 def test_security_identity_priority_and_environment(gpu_service):
     deployment = only(gpu_service, "Deployment")
     spec = pod_spec(deployment)

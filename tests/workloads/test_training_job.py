@@ -145,6 +145,12 @@ def test_gpus_come_from_the_pool_contract(multi_node):
     assert spec["priorityClassName"] == "high"
 
 
+def test_without_a_priority_class_the_clusters_default_applies():
+    """No opinion, no field: the API server gives the pods the global default class."""
+    spec = pod_spec(only(rendered(job_args(priority_class=None)), "Job"))
+    assert "priorityClassName" not in spec
+
+
 def test_mig_slices_use_the_contracts_resource_and_every_taint():
     run = rendered(job_args(nodes=1, gpus_per_node=1, scheduling=mig_slices()))
     job = only(run, "Job")

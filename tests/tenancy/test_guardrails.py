@@ -189,7 +189,7 @@ def test_every_team_has_a_default_queue_within_its_quota(stack, dev_run, prod_ru
         (flavor,) = group["flavors"]
         assert flavor["name"] == DEFAULT_QUEUE_FLAVOR
         # Within the quota: what the team's GPU queue may take is not the default queue's
-        # (tests/components/test_kueue.py has the numbers).
+        # (tests/queueing/test_kueue.py has the numbers).
         for resource in flavor["resources"]:
             taken = sum(
                 parse_quantity(pool.get(resource["name"], "0"))
