@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import os
 import shutil
@@ -38,11 +39,12 @@ from typing import Any
 
 import yaml
 
-from infra.config import StackFile
+from infra.config import PlatformConfig, StackFile
 from tools.e2e import build as builds
 from tools.e2e import kueue
 from tools.e2e.charts import assemble_mirror
 from tools.e2e.cluster import ClusterError, LocalCluster, shared_dir
+from tools.e2e.nodes import HOSTNAME_LABEL, system_nodes
 from tools.e2e.pulumi_cli import PulumiCli, kill_session
 from tools.e2e.run import cluster_overrides
 from tools.e2e.stack import PROJECT_ROOT, E2EStack, derive
@@ -51,6 +53,8 @@ from .real_engine_parts import (
     ChartObjects,
     SessionCpu,
     cluster_scoped_kinds,
+    config_too_large,
+    details,
     in_namespace,
     latest_releases,
     namespace_documents,
@@ -279,10 +283,41 @@ MEASUREMENT_ERRORS = (BenchError, ClusterError, kueue.KueueError)
 """What ends one stack's measurement (recorded with it) but not the run."""
 
 
+EXTRA_CPU_NODES_PER_TEAM = 3
+"""General-purpose nodes the benchmark adds per team of a synthetic stack: the e2e's three
+system nodes hold the CPU-only services of dev and prod, not those of ten teams and more (their
+pods would stay Pending and ``pulumi up`` would wait for them until its timeout)."""
+
+
+def extra_cpu_nodes(count: int) -> list[dict[str, Any]]:
+    """``count`` fake nodes shaped, labelled and placed like the e2e's system nodes."""
+    nodes = []
+    for index in range(count):
+        node = copy.deepcopy(system_nodes([])[0])
+        name = f"bench-cpu-{index + 1}"
+        node["metadata"]["name"] = name
+        node["metadata"]["labels"][HOSTNAME_LABEL] = name
+        nodes.append(node)
+    return nodes
+
+
 class BenchCluster(LocalCluster):
-    """The e2e's local cluster, with patience for large stacks: creating the 500 fake nodes of
+    """The e2e's local cluster, with patience for large stacks (creating the 500 fake nodes of
     the 1,000-workload stack takes longer than the e2e's bound for one kubectl call on a busy
-    machine."""
+    machine), and ``extra_cpu_nodes`` general-purpose nodes beside the stack's."""
+
+    extra_cpu_nodes = 0
+
+    def _create_nodes(self, config: PlatformConfig) -> None:
+        super()._create_nodes(config)
+        if not self.extra_cpu_nodes:
+            return
+        extra = extra_cpu_nodes(self.extra_cpu_nodes)
+        path = self.work_dir / "bench-nodes.yaml"
+        path.write_text(yaml.safe_dump_all(extra, sort_keys=False))
+        self.kubectl("create", "-f", str(path))
+        names = {node["metadata"]["name"] for node in extra}
+        self._wait("kwok", "making the extra CPU nodes Ready", lambda: self._nodes_ready(names))
 
     def kubectl(
         self,
@@ -322,6 +357,8 @@ class StackBench:
             ready_timeout_s=KUBECTL_TIMEOUT_S,
             log=lambda line: log(f"    {line}"),
         )
+        if source.parent != PROJECT_ROOT:  # a synthetic stack
+            self.cluster.extra_cpu_nodes = EXTRA_CPU_NODES_PER_TEAM * len(self.config.teams)
         self.e2e_stack: E2EStack | None = None
         self.cli: PulumiCli | None = None
 
@@ -553,9 +590,15 @@ def measure(
     settings: Settings,
     no_change_up: bool,
     previous: dict[str, Any] | None = None,
+    skip_floor: bool = False,
 ) -> dict[str, Any]:
     bench = StackBench(name, source, work_root=work_root, bin_dir=bin_dir)
     print(f"stack {name}", file=sys.stderr, flush=True)
+    document = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    too_large = config_too_large(document.get("config") or {})
+    if too_large:
+        print(f"  {name}: not measured: {too_large}", file=sys.stderr, flush=True)
+        return {"error": f"not measured: {too_large}"}
     if previous is not None:  # --floor-only: the engine's figures and floor inputs of a run
         entry = {k: v for k, v in previous.items() if k != "error"}
     else:
@@ -565,6 +608,8 @@ def measure(
         except MEASUREMENT_ERRORS as exc:
             entry["error"] = str(exc)[-4000:]
             return entry
+    if skip_floor:
+        return entry
     try:
         entry["floor"] = bench.floor()
     except MEASUREMENT_ERRORS as exc:
@@ -615,25 +660,54 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-change-up", action="store_true", help="also time a second up")
     parser.add_argument(
+        "--skip-floor", action="store_true", help="the engine only (a variant of a measured stack)"
+    )
+    parser.add_argument(
         "--floor-only",
         action="store_true",
         help="measure the floor again from the last run's results and floor inputs",
+    )
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        metavar="RESULTS_JSON",
+        help="measure nothing: the table and plot of these runs' results.json",
     )
     parser.add_argument("--out", default=str(WORK_ROOT))
     parser.add_argument("--plot", help="write the plot (SVG) here")
     return parser.parse_args(argv)
 
 
+def report(paths: Sequence[Path], out: Path, plot_path: str | None) -> int:
+    """The table, details and plot of earlier runs' ``results.json`` (stacks of later files
+    replace those of earlier ones of the same name)."""
+    merged: dict[str, Any] = {"stacks": {}}
+    for path in paths:
+        merged["stacks"].update(json.loads(path.read_text())["stacks"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text(f"{table(merged)}\n\n{details(merged)}\n")
+    print(table(merged))
+    print(details(merged))
+    if plot_path:
+        from .real_engine_plot import plot
+
+        plot(merged, Path(plot_path))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        return report([Path(p) for p in args.report], Path(args.out), args.plot)
     work_root = Path(args.out).resolve()
     work_root.mkdir(parents=True, exist_ok=True)
     variants = args.variant or [Settings()]
     names = [s for s in args.stacks.split(",") if s]
     sizes = [int(s) for s in args.sizes.split(",") if s]
     out = work_root / "results.json"
-    earlier: dict[str, Any] = json.loads(out.read_text())["stacks"] if args.floor_only else {}
-    results: dict[str, Any] = {"stacks": {}, "load": os.getloadavg()}
+    # Earlier runs' stacks stay (a variant or --floor-only run adds to them).
+    earlier: dict[str, Any] = json.loads(out.read_text())["stacks"] if out.is_file() else {}
+    results: dict[str, Any] = {"stacks": dict(earlier), "load": os.getloadavg()}
     failed = False
     try:
         with _sigterm_raises():
@@ -650,6 +724,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         settings=settings,
                         no_change_up=args.no_change_up,
                         previous=earlier.get(key) if args.floor_only else None,
+                        skip_floor=args.skip_floor,
                     )
                     out.write_text(json.dumps(results, indent=2) + "\n")
                     if "error" in results["stacks"][key]:
@@ -664,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: the clusters were stopped", file=sys.stderr)
         out.write_text(json.dumps(results, indent=2) + "\n")
         return 130
-    (work_root / "results.md").write_text(table(results) + "\n")
+    (work_root / "results.md").write_text(f"{table(results)}\n\n{details(results)}\n")
     print(table(results))
     if args.plot:
         from .real_engine_plot import plot

@@ -355,3 +355,56 @@ def table(results: Mapping[str, Any]) -> str:
             f"| {_cell(ratios.get('previewOverOfflineWall'))} |"
         )
     return header + "\n".join(rows)
+
+
+def details(results: Mapping[str, Any]) -> str:
+    """Per stack: where ``pulumi up``'s CPU went (per process, and the cluster's), and the
+    resource kinds whose steps took longest."""
+    lines = []
+    for name, entry in results.get("stacks", {}).items():
+        up = entry.get("up") or {}
+        if not up:
+            continue
+        processes = ", ".join(f"{role} {cpu:.1f}" for role, cpu in up["cpuByProcess"].items())
+        lines.append(
+            f"- **{name}**: `pulumi up` CPU-s per process: {processes}; the cluster's "
+            f"{up['clusterCpuSeconds']:.1f} CPU-s (floor: "
+            f"{_cell((entry.get('floor') or {}).get('clusterCpuSeconds'), ' s')})"
+        )
+        slow = entry.get("upSlowestKinds") or []
+        if slow:
+            kinds = "; ".join(
+                f"{k['type'].split(':', 1)[-1]} {k['steps']} steps {k['stepSeconds']:.0f} s "
+                f"(longest {k['longestSeconds']:.0f} s)"
+                for k in slow[:5]
+            )
+            lines.append(f"  slowest kinds (step seconds, summed): {kinds}")
+    return "\n".join(lines)
+
+
+ENV_STRING_LIMIT: Final = 131_072
+"""Linux's ``MAX_ARG_STRLEN``: the most bytes one ``NAME=value`` environment string may hold
+(``execve`` fails with E2BIG beyond it)."""
+
+
+def config_env_bytes(config: Mapping[str, Any]) -> int:
+    """The size of ``PULUMI_CONFIG=<json>`` for a stack file's ``config``: how the engine hands
+    the stack's config to the program's language host and to a policy pack (objects as JSON
+    strings, as the engine holds them)."""
+    values = {
+        key: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        for key, value in config.items()
+    }
+    return len("PULUMI_CONFIG=") + len(json.dumps(values).encode())
+
+
+def config_too_large(config: Mapping[str, Any]) -> str | None:
+    """Why the real CLI cannot run a stack with this config, or None when it can."""
+    size = config_env_bytes(config)
+    if size < ENV_STRING_LIMIT:
+        return None
+    return (
+        f"its config is {size:,} bytes as PULUMI_CONFIG, and Linux limits one environment "
+        f"string to {ENV_STRING_LIMIT:,} (MAX_ARG_STRLEN): neither the program nor the policy "
+        "pack can be started by the real CLI"
+    )

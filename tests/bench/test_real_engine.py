@@ -10,11 +10,14 @@ import json
 
 import pytest
 
-from bench.real_engine import Settings, policy_args
+from bench.real_engine import Settings, extra_cpu_nodes, policy_args
 from bench.real_engine_parts import (
     SessionCpu,
     cluster_scoped_kinds,
+    config_env_bytes,
+    config_too_large,
     decode_helm_release,
+    details,
     in_namespace,
     latest_releases,
     namespace_documents,
@@ -31,6 +34,7 @@ from bench.real_engine_parts import (
     unmasked,
 )
 from bench.real_engine_plot import series
+from bench.synthetic import synthetic_config
 
 
 def test_proc_stat_with_spaces_in_the_command() -> None:
@@ -204,6 +208,22 @@ def test_ratios() -> None:
         "previewOverOfflineCpu": 3.0,
     }
     text = table({"stacks": {"dev": {"objects": 5, **entry}}})
+    up = {**entry["up"], "cpuByProcess": {"engine": 30.0, "policy pack": 2.0}}
+    detail = {
+        "up": {**up, "clusterCpuSeconds": 12.0},
+        "upSlowestKinds": [
+            {
+                "type": "kubernetes:apps/v1:Deployment",
+                "steps": 2,
+                "stepSeconds": 9,
+                "longestSeconds": 5,
+            }
+        ],
+    }
+    described = details({"stacks": {"dev": detail, "none": {}}})
+    assert "engine 30.0, policy pack 2.0; the cluster's 12.0 CPU-s (floor: -)" in described
+    assert "apps/v1:Deployment 2 steps 9 s (longest 5 s)" in described
+    assert "none" not in described
     assert "| dev | 5 | 3.0 s (3.0 s CPU) | 12.0 s (9.0 s CPU) |" in text
     assert text.rstrip().endswith("| 3.00 | 4.00 |")
     labels, walls, over = series({"stacks": {"dev": {"objects": 5, **entry}, "half": {"up": {}}}})
@@ -238,3 +258,27 @@ def test_masked_secrets_get_a_stand_in_of_the_right_shape() -> None:
     }
     config_map = {"kind": "ConfigMap", "data": "[secret]"}
     assert unmasked(config_map) is config_map
+
+
+def test_config_size_as_the_engine_passes_it() -> None:
+    config = {"p:name": "x", "p:list": [1, 2]}
+    expected = len("PULUMI_CONFIG=") + len(json.dumps({"p:name": "x", "p:list": "[1,2]"}))
+    assert config_env_bytes(config) == expected
+    assert config_too_large(config) is None
+
+
+def test_a_thousand_synthetic_workloads_exceed_one_environment_string() -> None:
+    assert config_too_large(synthetic_config(100)) is None
+    reason = config_too_large(synthetic_config(1000))
+    assert reason is not None and "131,072 (MAX_ARG_STRLEN)" in reason
+
+
+def test_extra_cpu_nodes_are_system_nodes_with_names_of_their_own() -> None:
+    nodes = extra_cpu_nodes(2)
+    assert [n["metadata"]["name"] for n in nodes] == ["bench-cpu-1", "bench-cpu-2"]
+    assert [n["metadata"]["labels"]["kubernetes.io/hostname"] for n in nodes] == [
+        "bench-cpu-1",
+        "bench-cpu-2",
+    ]
+    assert nodes[0]["spec"] == {} and nodes[0]["status"]["capacity"]["cpu"] == "32"
+    assert nodes[0]["metadata"]["labels"] is not nodes[1]["metadata"]["labels"]
