@@ -1,10 +1,14 @@
-"""``python -m bench`` (``make bench``): how preview cost grows with the platform.
+"""``python -m bench`` (``make bench``): what the offline preview costs, as ratios that hold
+anywhere.
 
-Measures the offline preview of the dev and prod stacks and of synthetic stacks of 10, 100 and
-1,000 workloads as whole processes, the SDK's floor for the same objects, the policy analyzer's
-throughput at 5,000 resources and, with ``--with-tests``, the test suite. Prints a table,
-writes ``build/bench/results.json`` and ``docs/performance.png``, and exits 1 when a target of
-docs/performance.md is missed (2 when a measurement could not be taken).
+Measures, in one run: the offline preview of the dev and prod stacks and of synthetic stacks of
+10, 100 and 1,000 workloads as whole processes (each step's CPU time too); our program against
+the SDK's floor for the same objects, in pairs until the median is firm; the policy pack against
+a no-op pack driven the same way; the whole prod preview against checkov on the same manifests;
+and a fixed calibration loop, so that absolute figures can be compared between machines. Prints
+a table, writes ``build/bench/results.json``, ``build/bench/results.md`` and
+``docs/performance.png``, and exits 1 when a target of docs/performance.md is missed (2 when a
+measurement could not be taken).
 """
 
 from __future__ import annotations
@@ -14,12 +18,16 @@ import json
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+from .checkov import CHECKOV_VENV, checkov_startup, ensure_checkov, installed_version, run_checkov
 from .measure import (
     PROJECT_ROOT,
     BenchError,
+    LoadSampler,
+    calibrate,
     compile_sources,
     load_average,
     machine,
@@ -27,7 +35,16 @@ from .measure import (
     python_module,
     run_process,
 )
-from .report import POLICY_RECORDS, evaluate, markdown, plot, summary_text, targets_json
+from .report import (
+    POLICY_RECORDS,
+    STABILITY,
+    evaluate,
+    markdown,
+    plot,
+    summary_text,
+    targets_json,
+)
+from .stats import half_width, spread
 from .synthetic import synthetic_config, team_count, write_stack_file
 
 EXIT_MISSED, EXIT_ERROR = 1, 2
@@ -37,109 +54,143 @@ def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _timing(module_args: list[str], what: str) -> dict[str, float]:
-    """Run a ``bench.floor`` worker; its JSON line (wall and CPU seconds, resources)."""
-    run = run_process(python_module("bench.floor", *module_args))
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _timing(module: str, module_args: list[str], what: str) -> dict[str, Any]:
+    """Run a worker module; its last stdout line is a JSON object (seconds, CPU seconds...)."""
+    run = run_process(python_module(module, *module_args))
     if run.returncode != 0:
         raise BenchError(f"{what} exited {run.returncode}:\n{_tail(run.stderr)}")
-    result: dict[str, float] = json.loads(run.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
     return result
 
 
+def run_preview(
+    stack: str, out: Path, *, stack_file: Path, crd_schemas: str | None
+) -> dict[str, Any]:
+    """One ``tools.preview`` process (through ``bench.steps``, which adds each step's CPU)."""
+    cpu_file = out / "steps-cpu.json"
+    out.mkdir(parents=True, exist_ok=True)
+    args = ["--stack", stack, "--out", str(out), "--quiet", "--stack-file", str(stack_file)]
+    if crd_schemas:
+        args += ["--crd-schemas", crd_schemas]
+    run = run_process(python_module("bench.steps", str(cpu_file), "--", *args))
+    if run.returncode != 0:
+        raise BenchError(
+            f"preview of {stack} exited {run.returncode}:\n{_tail(run.stdout + run.stderr)}"
+        )
+    report_path = out / stack / "report.json"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return {
+        "wallSeconds": run.seconds,
+        "cpuSeconds": run.cpu_seconds,
+        "maxRssMb": run.max_rss_mb,
+        "steps": report["timings"],
+        "stepsCpu": json.loads(cpu_file.read_text(encoding="utf-8"))["cpuSeconds"],
+        "report": str(report_path),
+        "resources": len(report["resources"]),
+        "kubernetesObjects": sum(1 for r in report["resources"] if r.get("manifest")),
+    }
+
+
 def measure_pairs(
-    stack: str, pairs: int, *, stack_file: Path, report_path: Path, progress: bool = True
+    stack: str,
+    *,
+    stack_file: Path,
+    report_path: Path,
+    min_pairs: int,
+    max_pairs: int,
+    deadline: float = float("inf"),
 ) -> list[dict[str, Any]]:
-    """Time our program and the floor ``pairs`` times, back to back, in identical workers.
+    """Time our program and the floor in pairs until the median ratio is firm (or ``max_pairs``,
+    or ``min_pairs`` once ``time.monotonic()`` has passed ``deadline``).
 
     Each pair runs its two workers right after one another, so its ratio compares like with
     like even when the machine's load changes between pairs; the order alternates (program
     first, then floor first) so that whatever the second process of a pair gains or loses
-    (a warm page cache, a neighbour's burst) falls on both sides alike.
+    (a warm page cache, a neighbour's burst) falls on both sides alike. Firm: the median's 95%
+    interval (order statistics) reaches at most ``STABILITY`` from it.
     """
     program_args = ["--program", str(stack_file), "--stack", stack]
     floor_args = ["--report", str(report_path)]
     results: list[dict[str, Any]] = []
-    for index in range(pairs):
+    ratios: list[float] = []
+    while len(results) < max_pairs:
+        index = len(results)
         if index % 2 == 0:
-            program = _timing(program_args, f"program of {stack}")
-            floor = _timing(floor_args, f"floor of {stack}")
+            program = _timing("bench.floor", program_args, f"program of {stack}")
+            floor = _timing("bench.floor", floor_args, f"floor of {stack}")
         else:
-            floor = _timing(floor_args, f"floor of {stack}")
-            program = _timing(program_args, f"program of {stack}")
-        results.append({"program": program, "floor": floor, "programFirst": index % 2 == 0})
-        if progress:
-            print(
-                f"  {stack} pair {index + 1}/{pairs}: program {program['cpuSeconds']:.2f} "
-                f"CPU-s, floor {floor['cpuSeconds']:.2f} CPU-s",
-                file=sys.stderr,
-                flush=True,
-            )
+            floor = _timing("bench.floor", floor_args, f"floor of {stack}")
+            program = _timing("bench.floor", program_args, f"program of {stack}")
+        ratio = program["cpuSeconds"] / floor["cpuSeconds"]
+        ratios.append(ratio)
+        results.append(
+            {"program": program, "floor": floor, "programFirst": index % 2 == 0, "ratio": ratio}
+        )
+        firm = half_width(ratios)
+        _progress(
+            f"  {stack} pair {index + 1}: program {program['cpuSeconds']:.2f} CPU-s, floor "
+            f"{floor['cpuSeconds']:.2f} CPU-s, ratio {ratio:.3f}; median {median(ratios):.3f} "
+            f"+-{firm:.3f}"
+        )
+        if len(results) >= min_pairs and (firm <= STABILITY or time.monotonic() > deadline):
+            break
     return results
 
 
 def measure_stack(
     stack: str,
-    runs: int,
     work: Path,
     *,
     stack_file: Path,
-    pairs: int,
+    runs: int,
+    min_pairs: int,
+    max_pairs: int,
     crd_schemas: str | None = None,
-    progress: bool = True,
+    deadline: float = float("inf"),
 ) -> dict[str, Any]:
-    """Preview ``stack`` ``runs`` times, then time our program against the floor ``pairs`` times.
+    """Preview ``stack`` ``runs`` times, then time our program against the floor in pairs.
 
-    The preview gives the user's figures (wall time, peak memory, its own step timings); the
-    pairs give the program/floor ratio (``measure_pairs``).
+    The previews give the user's figures (wall time, peak memory, each step's wall and CPU
+    time); the pairs give the program/floor ratio (``measure_pairs``).
     """
-    previews: list[dict[str, Any]] = []
-    report: dict[str, Any] = {}
-    report_path = work
+    previews = []
     for index in range(runs):
-        out = work / f"{stack}-{index}"
-        args = ["--stack", stack, "--out", str(out), "--quiet", "--stack-file", str(stack_file)]
-        if crd_schemas:
-            args += ["--crd-schemas", crd_schemas]
-        run = run_process(python_module("tools.preview", *args))
-        if run.returncode != 0:
-            raise BenchError(
-                f"preview of {stack} exited {run.returncode}:\n{_tail(run.stdout + run.stderr)}"
-            )
-        report_path = out / stack / "report.json"
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-        previews.append(
-            {
-                "wallSeconds": run.seconds,
-                "cpuSeconds": run.cpu_seconds,
-                "maxRssMb": run.max_rss_mb,
-                "steps": report["timings"],
-            }
+        preview = run_preview(
+            stack, work / f"{stack}-{index}", stack_file=stack_file, crd_schemas=crd_schemas
         )
-        if progress:
-            print(
-                f"  {stack} preview {index + 1}/{runs}: {run.seconds:.2f}s",
-                file=sys.stderr,
-                flush=True,
-            )
+        previews.append(preview)
+        _progress(
+            f"  {stack} preview {index + 1}/{runs}: {preview['wallSeconds']:.2f}s, "
+            f"{preview['cpuSeconds']:.2f} CPU-s"
+        )
+    last = previews[-1]
     paired = measure_pairs(
-        stack, pairs, stack_file=stack_file, report_path=report_path, progress=progress
+        stack,
+        stack_file=stack_file,
+        report_path=Path(last["report"]),
+        min_pairs=min_pairs,
+        max_pairs=max_pairs,
+        deadline=deadline,
     )
-    resources = report["resources"]
-    steps = {step: median([p["steps"][step] for p in previews]) for step in previews[0]["steps"]}
+    ratios = [p["ratio"] for p in paired]
     return {
-        "resources": len(resources),
-        "kubernetesObjects": sum(1 for r in resources if r.get("manifest")),
+        "resources": last["resources"],
+        "kubernetesObjects": last["kubernetesObjects"],
         "floorResources": int(paired[-1]["floor"]["resources"]),
         "wallSeconds": median([p["wallSeconds"] for p in previews]),
         "cpuSeconds": median([p["cpuSeconds"] for p in previews]),
         "maxRssMb": median([p["maxRssMb"] for p in previews]),
-        "steps": steps,
+        "steps": {s: median([p["steps"][s] for p in previews]) for s in last["steps"]},
+        "stepsCpu": {s: median([p["stepsCpu"][s] for p in previews]) for s in last["stepsCpu"]},
         "programCpuSeconds": median([p["program"]["cpuSeconds"] for p in paired]),
         "floorCpuSeconds": median([p["floor"]["cpuSeconds"] for p in paired]),
-        "floorSeconds": median([p["floor"]["seconds"] for p in paired]),
-        "programOverFloor": median(
-            [p["program"]["cpuSeconds"] / p["floor"]["cpuSeconds"] for p in paired]
-        ),
+        "programOverFloor": median(ratios),
+        "programOverFloorSpread": spread(ratios),
+        "report": last["report"],
         "runs": previews,
         "pairs": paired,
     }
@@ -147,7 +198,9 @@ def measure_stack(
 
 def measure_configmaps(count: int, runs: int) -> dict[str, Any]:
     """The SDK's bare per-registration cost, for scale: ``count`` metadata-only ConfigMaps."""
-    timings = [_timing(["--configmaps", str(count)], "ConfigMap floor") for _ in range(runs)]
+    timings = [
+        _timing("bench.floor", ["--configmaps", str(count)], "ConfigMap floor") for _ in range(runs)
+    ]
     return {
         "resources": count,
         "seconds": median([t["seconds"] for t in timings]),
@@ -155,31 +208,105 @@ def measure_configmaps(count: int, runs: int) -> dict[str, Any]:
     }
 
 
-def measure_policy(prod_report: Path, count: int, runs: int) -> dict[str, Any]:
-    """``run_policy_pack`` end to end over ``count`` records made from the prod stack's."""
-    from .policy_load import repeat_records, run_policy_load
-
-    records = json.loads(prod_report.read_text(encoding="utf-8"))["resources"]
-    synthesized = repeat_records(records, count)
-    config = PROJECT_ROOT / "policies" / "config" / "prod.json"
-    results = [run_policy_load(PROJECT_ROOT, synthesized, config, "prod") for _ in range(runs)]
-    seconds = median([r.seconds for r in results])
+def measure_policy(prod_report: Path, count: int, pairs: int) -> dict[str, Any]:
+    """Our pack and the no-op pack over ``count`` records made from prod's, in pairs."""
+    args = ["--report", str(prod_report), "--records", str(count)]
+    results = []
+    for index in range(pairs):
+        order = [False, True] if index % 2 == 0 else [True, False]
+        runs = {
+            noop: _timing("bench.policy_load", args + (["--noop"] if noop else []), "policy load")
+            for noop in order
+        }
+        ours, noop = runs[False], runs[True]
+        ratio = ours["cpuSeconds"] / noop["cpuSeconds"]
+        results.append({"ours": ours, "noop": noop, "ratio": ratio})
+        _progress(
+            f"  policy pair {index + 1}/{pairs}: ours {ours['cpuSeconds']:.2f} CPU-s "
+            f"({ours['seconds']:.2f}s), no-op {noop['cpuSeconds']:.2f} CPU-s, ratio {ratio:.3f}"
+        )
+    ours_cpu = median([r["ours"]["cpuSeconds"] for r in results])
+    ours_wall = median([r["ours"]["seconds"] for r in results])
     return {
         "resources": count,
-        "seconds": seconds,
-        "perSecond": count / seconds,
-        "violations": results[-1].violations,
-        "runs": [r.seconds for r in results],
+        "cpuSeconds": ours_cpu,
+        "seconds": ours_wall,
+        "perSecond": count / ours_wall,
+        "noopCpuSeconds": median([r["noop"]["cpuSeconds"] for r in results]),
+        "oursOverNoop": median([r["ratio"] for r in results]),
+        "oursOverNoopSpread": spread([r["ratio"] for r in results]),
+        "violations": results[-1]["ours"]["violations"],
+        "pairs": results,
+    }
+
+
+def measure_checkov(
+    work: Path, pairs: int, crd_schemas: str | None, venv: Path = CHECKOV_VENV
+) -> dict[str, Any]:
+    """The whole prod preview and checkov on the manifests it rendered, in alternating pairs."""
+    command = ensure_checkov(venv)
+    stack_file = PROJECT_ROOT / "Pulumi.prod.yaml"
+    results = []
+    summary: dict[str, Any] = {}
+    for index in range(pairs):
+        out = work / f"checkov-prod-{index}"
+        manifests = out / "prod" / "manifests"
+        if index % 2 == 0:
+            ours = run_preview("prod", out, stack_file=stack_file, crd_schemas=crd_schemas)
+            theirs, summary = run_checkov(command, manifests)
+        else:
+            # checkov first: on the manifests of the previous pair's preview (the same files).
+            previous = work / f"checkov-prod-{index - 1}" / "prod" / "manifests"
+            theirs, summary = run_checkov(command, previous)
+            ours = run_preview("prod", out, stack_file=stack_file, crd_schemas=crd_schemas)
+        wall = theirs.seconds / ours["wallSeconds"]
+        cpu = theirs.cpu_seconds / ours["cpuSeconds"]
+        results.append(
+            {
+                "ours": {k: ours[k] for k in ("wallSeconds", "cpuSeconds", "maxRssMb", "stepsCpu")},
+                "checkov": {
+                    "wallSeconds": theirs.seconds,
+                    "cpuSeconds": theirs.cpu_seconds,
+                    "maxRssMb": theirs.max_rss_mb,
+                },
+                "checkovOverOursWall": wall,
+                "checkovOverOursCpu": cpu,
+            }
+        )
+        _progress(
+            f"  checkov pair {index + 1}/{pairs}: ours {ours['wallSeconds']:.2f}s "
+            f"({ours['cpuSeconds']:.2f} CPU-s), checkov {theirs.seconds:.2f}s "
+            f"({theirs.cpu_seconds:.2f} CPU-s): {wall:.2f}x wall, {cpu:.2f}x CPU"
+        )
+    startup = checkov_startup(command)
+    return {
+        "version": installed_version(venv),
+        "manifests": summary.get("resource_count"),
+        "checks": {k: summary.get(k) for k in ("passed", "failed", "skipped", "parsing_errors")},
+        "oursWallSeconds": median([r["ours"]["wallSeconds"] for r in results]),
+        "oursCpuSeconds": median([r["ours"]["cpuSeconds"] for r in results]),
+        "checkovWallSeconds": median([r["checkov"]["wallSeconds"] for r in results]),
+        "checkovCpuSeconds": median([r["checkov"]["cpuSeconds"] for r in results]),
+        "checkovOverOursWall": median([r["checkovOverOursWall"] for r in results]),
+        "checkovOverOursCpu": median([r["checkovOverOursCpu"] for r in results]),
+        "wallSpread": spread([r["checkovOverOursWall"] for r in results]),
+        "cpuSpread": spread([r["checkovOverOursCpu"] for r in results]),
+        "startupCpuSeconds": startup.cpu_seconds,
+        "startupWallSeconds": startup.seconds,
+        "pairs": results,
     }
 
 
 def measure_tests() -> dict[str, Any]:
     """The whole suite once, as a subprocess, the way ``make test`` runs it."""
-    run = run_process(python_module("pytest", "-q", "-x", "-p", "no:cacheprovider"))
+    run = run_process(
+        python_module("pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not real")
+    )
     counts = re.findall(r"\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed)", run.stdout)
     summary = ", ".join(counts[-6:]) if counts else ("passed" if run.returncode == 0 else "failed")
     return {
         "seconds": run.seconds,
+        "cpuSeconds": run.cpu_seconds,
         "returncode": run.returncode,
         "summary": summary,
         "maxRssMb": run.max_rss_mb,
@@ -188,27 +315,30 @@ def measure_tests() -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    counts = [
+        ("--runs", 3, "previews per stack"),
+        ("--large-runs", 2, "previews at 1,000+ workloads"),
+        ("--min-pairs", 10, "program/floor pairs at least, below 1,000 workloads"),
+        ("--max-pairs", 30, f"pairs at most: more run until the median is firm to +-{STABILITY}"),
+        ("--large-min-pairs", 4, "pairs at least at 1,000+ workloads"),
+        ("--large-max-pairs", 8, "pairs at most at 1,000+ workloads"),
+        ("--policy-records", POLICY_RECORDS, "records driven through each pack"),
+        ("--policy-pairs", 3, "ours/no-op pack pairs (0 skips them)"),
+        ("--checkov-pairs", 5, "preview/checkov pairs"),
+        ("--budget", 40, "minutes: past them, stacks still to come run their least pairs only"),
+    ]
+    for flag, default, text in counts:
+        parser.add_argument(flag, type=int, default=default, help=f"{text} (default {default})")
     parser.add_argument(
-        "--large-runs", type=int, default=3, help="runs at 1,000+ workloads (default 3)"
-    )
-    parser.add_argument(
-        "--pairs",
-        type=int,
-        default=15,
-        help="program/floor pairs per stack below 1,000 workloads (median of ratios; default 15)",
-    )
-    parser.add_argument(
-        "--large-pairs", type=int, default=5, help="pairs at 1,000+ workloads (default 5)"
+        "--stacks",
+        default="dev,prod",
+        help="checked-in stacks to measure (comma list; the policy packs need prod)",
     )
     parser.add_argument(
         "--sizes", default="10,100,1000", help="synthetic stack sizes in workloads (comma list)"
     )
     parser.add_argument(
-        "--policy-records",
-        type=int,
-        default=POLICY_RECORDS,
-        help="records for the policy throughput",
+        "--no-checkov", action="store_true", help="skip checkov (its target is then not judged)"
     )
     parser.add_argument("--with-tests", action="store_true", help="also time the test suite")
     parser.add_argument("--crd-schemas", help="passed on to tools.preview")
@@ -217,12 +347,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--plot", help="plot file (default: docs/performance.png; with --quick: in --out)"
     )
     parser.add_argument(
-        "--quick", action="store_true", help="one run, sizes 10 and 100, 1,000 policy records"
+        "--quick",
+        action="store_true",
+        help="a smoke run: 1 preview, sizes 10 and 100, 2 pairs, 1,000 policy records",
     )
     args = parser.parse_args(argv)
+    args.stacks = [stack for stack in args.stacks.split(",") if stack.strip()]
     if args.quick:
         args.runs, args.large_runs, args.sizes, args.policy_records = 1, 1, "10,100", 1000
-        args.pairs = args.large_pairs = 1
+        args.min_pairs = args.max_pairs = args.large_min_pairs = args.large_max_pairs = 2
+        args.policy_pairs, args.checkov_pairs = 1, 1
     if args.plot is None:
         folder = Path(args.out) if args.quick else PROJECT_ROOT / "docs"
         args.plot = str(folder / "performance.png")
@@ -230,57 +364,79 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    deadline = time.monotonic() + args.budget * 60
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
+    _progress("calibration loop")
     results: dict[str, Any] = {
         "machine": machine(),
+        "calibration": {"start": calibrate()},
         "loadAverage": {"start": load_average()},
         "settings": {
             "runs": args.runs,
             "largeRuns": args.large_runs,
-            "pairs": args.pairs,
-            "largePairs": args.large_pairs,
+            "minPairs": args.min_pairs,
+            "maxPairs": args.max_pairs,
+            "largeMinPairs": args.large_min_pairs,
+            "largeMaxPairs": args.large_max_pairs,
+            "stacks": args.stacks,
             "sizes": sizes,
             "policyRecords": args.policy_records,
+            "policyPairs": args.policy_pairs,
+            "checkovPairs": 0 if args.no_checkov else args.checkov_pairs,
+            "budgetMinutes": args.budget,
         },
         "stacks": {},
         "scaling": [],
     }
-    with tempfile.TemporaryDirectory(prefix="aiplatform-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aiplatform-bench-") as tmp, LoadSampler() as load:
         work = Path(tmp)
-        for stack in ("dev", "prod"):
-            print(f"stack {stack}", file=sys.stderr, flush=True)
+        for stack in args.stacks:
+            _progress(f"stack {stack}")
             results["stacks"][stack] = measure_stack(
                 stack,
-                args.runs,
                 work,
                 stack_file=PROJECT_ROOT / f"Pulumi.{stack}.yaml",
-                pairs=args.pairs,
+                runs=args.runs,
+                min_pairs=args.min_pairs,
+                max_pairs=args.max_pairs,
                 crd_schemas=args.crd_schemas,
+                deadline=deadline,
             )
         for size in sizes:
             name = f"bench{size}"
             stack_file = write_stack_file(work / "stacks", name, synthetic_config(size))
             large = size >= 1000
-            print(f"synthetic stack: {size} workloads", file=sys.stderr, flush=True)
+            _progress(f"synthetic stack: {size} workloads")
             entry = measure_stack(
                 name,
-                args.large_runs if large else args.runs,
                 work,
                 stack_file=stack_file,
-                pairs=args.large_pairs if large else args.pairs,
+                runs=args.large_runs if large else args.runs,
+                min_pairs=args.large_min_pairs if large else args.min_pairs,
+                max_pairs=args.large_max_pairs if large else args.max_pairs,
                 crd_schemas=args.crd_schemas,
+                deadline=deadline,
             )
             results["scaling"].append({"workloads": size, "teams": team_count(size), **entry})
-        print("SDK floor: bare ConfigMaps", file=sys.stderr, flush=True)
-        results["floorConfigMaps"] = measure_configmaps(1000, args.runs)
-        print(f"policy pack: {args.policy_records} records", file=sys.stderr, flush=True)
-        results["policyThroughput"] = measure_policy(
-            work / "prod-0" / "prod" / "report.json", args.policy_records, args.runs
-        )
+        _progress("SDK floor: bare ConfigMaps")
+        results["floorConfigMaps"] = measure_configmaps(1000, 3)
+        if args.policy_pairs and "prod" in results["stacks"]:
+            _progress(f"policy pack against the no-op pack: {args.policy_records:,} records")
+            results["policyThroughput"] = measure_policy(
+                Path(results["stacks"]["prod"]["report"]), args.policy_records, args.policy_pairs
+            )
+        if not args.no_checkov:
+            _progress("the whole prod preview against checkov")
+            results["checkov"] = measure_checkov(work, args.checkov_pairs, args.crd_schemas)
+    results["loadAverage"]["sampled"] = load.summary()
     if args.with_tests:
-        print("test suite", file=sys.stderr, flush=True)
+        _progress("test suite")
         results["tests"] = measure_tests()
     results["loadAverage"]["end"] = load_average()
+    _progress("calibration loop")
+    results["calibration"]["end"] = calibrate()
+    results["elapsedSeconds"] = round(time.perf_counter() - started, 1)
     return results
 
 

@@ -232,6 +232,100 @@ def run_program(stack_file: Path, stack: str) -> Timing:
     return _timed(lambda: len(run_stack_program(parsed, stack).resources))
 
 
+class Counts:
+    """What the SDK does for a run, counted: the figures that say where CPU time goes when
+    they differ between our program and the floor, and that do not move between runs.
+
+    Registrations; the frames the SDK turns into source positions (it walks the whole Python
+    stack at every registration); Outputs created; explicit and property dependencies sent;
+    the cyclic collector's passes and the objects they examined; the interpreter's allocated
+    memory blocks at their peak (sampled every 100 registrations) and, with ``traced``, the
+    peak of the memory tracemalloc saw allocated (slow: a diagnosis, not a figure to time).
+    """
+
+    def __init__(self, traced: bool = False) -> None:
+        self.traced = traced
+        self.values: dict[str, int] = {
+            "registrations": 0,
+            "stackFrames": 0,
+            "outputs": 0,
+            "dependencies": 0,
+            "propertyDependencies": 0,
+            "gcPasses": 0,
+            "gcFullPasses": 0,
+            "gcExaminedObjects": 0,
+            "peakAllocatedBlocks": 0,
+        }
+
+    def run(self, run: Callable[[], int]) -> dict[str, int]:
+        import gc
+        import traceback
+
+        import pulumi
+        from pulumi.runtime import resource as sdk_resource
+
+        from tools import mockrun
+
+        values = self.values
+        extract_stack = traceback.extract_stack
+        output_init = pulumi.Output.__init__
+        register = mockrun.CapturingMonitor.RegisterResource
+
+        def counted_stack(*args: Any, **kwargs: Any) -> Any:
+            stack = extract_stack(*args, **kwargs)
+            values["stackFrames"] += len(stack) - 1  # less this wrapper's own frame
+            return stack
+
+        def counted_output(output: Any, *args: Any, **kwargs: Any) -> None:
+            values["outputs"] += 1
+            output_init(output, *args, **kwargs)
+
+        def counted_register(monitor: Any, request: Any) -> Any:
+            values["registrations"] += 1
+            values["dependencies"] += len(request.dependencies)
+            values["propertyDependencies"] += sum(
+                len(d.urns) for d in request.propertyDependencies.values()
+            )
+            if values["registrations"] % 100 == 0:
+                blocks = sys.getallocatedblocks()
+                values["peakAllocatedBlocks"] = max(values["peakAllocatedBlocks"], blocks)
+            return register(monitor, request)
+
+        def collected(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                values["gcPasses"] += 1
+                generation = info["generation"]
+                values["gcFullPasses"] += generation == 2
+                values["gcExaminedObjects"] += sum(
+                    gc.get_count()[g] for g in range(generation + 1)
+                ) + sum(len(gc.get_objects(g)) for g in range(1, generation + 1))
+
+        patches: list[tuple[Any, str, Any, Any]] = [
+            (sdk_resource.traceback, "extract_stack", counted_stack, extract_stack),
+            (pulumi.Output, "__init__", counted_output, output_init),
+            (mockrun.CapturingMonitor, "RegisterResource", counted_register, register),
+        ]
+        for owner, attribute, counted, _ in patches:
+            setattr(owner, attribute, counted)
+        gc.callbacks.append(collected)
+        if self.traced:
+            import tracemalloc
+
+            tracemalloc.start()
+        try:
+            run()
+        finally:
+            if self.traced:
+                import tracemalloc
+
+                values["tracedPeakBytes"] = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            gc.callbacks.remove(collected)
+            for owner, attribute, _, original in patches:
+                setattr(owner, attribute, original)
+        return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -247,12 +341,20 @@ def main(argv: list[str] | None = None) -> int:
         help="--report: keep the explicit dependencies between the resources kept too",
     )
     parser.add_argument("--stack", default="bench", help="stack name for --program")
+    parser.add_argument(
+        "--counts",
+        action="store_true",
+        help="count what the SDK does instead of timing it (class Counts); one JSON line",
+    )
+    parser.add_argument("--traced", action="store_true", help="--counts: with tracemalloc too")
     args = parser.parse_args(argv)
     # The same imports the preview has made before its program step starts.
     import tools.preview  # noqa: F401
 
+    run: Callable[[], Timing]
     if args.program:
-        timing = run_program(Path(args.program), args.stack)
+        program = Path(args.program)
+        run = functools.partial(run_program, program, args.stack)
     elif args.report:
         report = json.loads(Path(args.report).read_text(encoding="utf-8"))
         kept = floor_resources(
@@ -260,10 +362,13 @@ def main(argv: list[str] | None = None) -> int:
             components=args.with_components,
             dependencies=args.with_dependencies,
         )
-        timing = run_floor(kept)
+        run = functools.partial(run_floor, kept)
     else:
-        timing = run_floor(configmap_resources(args.configmaps))
-    print(timing.to_json())
+        run = functools.partial(run_floor, configmap_resources(args.configmaps))
+    if args.counts:
+        print(json.dumps(Counts(args.traced).run(lambda: run().resources)))
+    else:
+        print(run().to_json())
     return 0
 
 

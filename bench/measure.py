@@ -146,3 +146,83 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": {package: _version(package) for package in VERSIONS},
     }
+
+
+CALIBRATION_ITERATIONS = 2_000_000
+
+
+def calibration_loop(iterations: int = CALIBRATION_ITERATIONS) -> float:
+    """CPU seconds of a fixed pure-Python loop: how fast this machine runs the interpreter.
+
+    Why: the targets are ratios measured in one run, so they mean the same on any machine, but
+    absolute figures (seconds, resources per second) only compare between machines next to
+    this figure. The loop does what the preview does most (calls, dict stores, integer and
+    string work), with nothing that touches the disk or allocates more as it goes.
+    """
+    table: dict[int, str] = {}
+    start = time.process_time()
+    total = 0
+    for index in range(iterations):
+        key = index & 1023
+        table[key] = str(key)
+        total += len(table[key]) * (index % 7)
+    seconds = time.process_time() - start
+    if total < 0:  # keeps the loop's work observable
+        raise AssertionError
+    return seconds
+
+
+def calibrate(repeats: int = 5) -> dict[str, Any]:
+    """The loop ``repeats`` times: the best (the least disturbed by neighbours) and the spread."""
+    runs = [calibration_loop() for _ in range(repeats)]
+    best = min(runs)
+    return {
+        "iterations": CALIBRATION_ITERATIONS,
+        "bestSeconds": round(best, 4),
+        "medianSeconds": round(median(runs), 4),
+        "maxSeconds": round(max(runs), 4),
+        "millionIterationsPerSecond": round(CALIBRATION_ITERATIONS / best / 1e6, 3),
+    }
+
+
+class LoadSampler:
+    """The 1-minute load average every ``interval`` seconds while the benchmark runs.
+
+    Why: on a shared machine the other work changes during a run; its minimum, median and
+    maximum say how noisy the figures were, where a start and end sample may both miss a burst.
+    """
+
+    def __init__(self, interval: float = 5.0) -> None:
+        import threading
+
+        self.interval = interval
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            load = load_average()
+            if load:
+                self.samples.append(load[0])
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval + 1)
+
+    def summary(self) -> dict[str, Any]:
+        values = sorted(self.samples)
+        if not values:
+            return {"samples": 0}
+        return {
+            "samples": len(values),
+            "min": values[0],
+            "median": round(median(values), 2),
+            "max": values[-1],
+        }

@@ -1,0 +1,124 @@
+"""The benchmark's own parts: the median's interval, the ratio targets, the per-step CPU worker
+and the no-op pack. No timings are asserted: only what is computed from them, and that the
+workers measure what they say."""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.measure import PROJECT_ROOT
+from bench.policy_load import NOOP_PACK, repeat_records, run_policy_load
+from bench.report import PER_RESOURCE_GROWTH, PROGRAM_OVER_FLOOR, STABILITY, evaluate
+from bench.stats import half_width, median_interval, spread
+from bench.steps import main as steps_main
+
+
+def test_median_interval_is_the_order_statistics_of_the_binomial() -> None:
+    # n = 10: P(X <= 1) = 11/1024 <= 2.5% < P(X <= 2): the 2nd and 9th values.
+    assert median_interval([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)
+    # n = 30: the 10th and 21st values.
+    assert median_interval([float(v) for v in range(1, 31)]) == (10.0, 21.0)
+
+
+def test_too_few_values_have_no_interval_narrower_than_their_range() -> None:
+    values = [1.0, 1.1, 1.2, 1.3, 1.4]
+    assert median_interval(values) == (1.0, 1.4)
+    assert math.isinf(half_width(values))
+    assert spread(values)["halfWidth"] is None
+    assert spread([*values, 1.2])["halfWidth"] is not None
+
+
+def _entry(resources: int, ratios: list[float], steps: dict[str, float]) -> dict[str, Any]:
+    return {
+        "resources": resources,
+        "programOverFloor": sorted(ratios)[len(ratios) // 2],
+        "programOverFloorSpread": spread(ratios),
+        "programCpuSeconds": 1.0,
+        "floorCpuSeconds": 1.0,
+        "cpuSeconds": sum(steps.values()),
+        "stepsCpu": steps,
+    }
+
+
+def _verdicts(results: dict[str, Any]) -> dict[str, bool]:
+    return {target.name: target.passed for target in evaluate(results)}
+
+
+def test_targets_are_ratios_of_figures_from_the_same_run() -> None:
+    steps_100 = {"config": 0.1, "program": 4.0, "render": 0.4, "schema": 1.0, "policy": 2.0}
+    # Ten times the resources: linear steps cost ten times as much; render grows 30 times.
+    steps_1000 = {k: v * 10 for k, v in steps_100.items()} | {"render": 12.0}
+    firm = [1.10 + 0.001 * i for i in range(12)]
+    loose = [1.0, 1.3, 1.05, 1.25, 1.1, 1.2, 1.12, 1.15]
+    results = {
+        "stacks": {"prod": _entry(150, loose, steps_100)},
+        "scaling": [
+            {"workloads": 100, **_entry(1000, firm, steps_100)},
+            {"workloads": 1000, **_entry(10000, [PROGRAM_OVER_FLOOR + 0.01] * 8, steps_1000)},
+        ],
+    }
+    verdicts = _verdicts(results)
+    assert verdicts["program under mocks vs SDK floor, 100 workloads"]
+    assert not verdicts["program under mocks vs SDK floor, 1000 workloads"]
+    assert verdicts["program/floor median firm, 100 workloads"]
+    assert not verdicts["program/floor median firm, prod"]  # spread wider than STABILITY
+    assert half_width(loose) > STABILITY
+    assert verdicts["program step: CPU per resource at 1,000 vs 100 workloads"]
+    assert not verdicts["render step: CPU per resource at 1,000 vs 100 workloads"]
+    assert PER_RESOURCE_GROWTH < 3.0
+    assert verdicts["schema step below the program run, prod"]
+
+
+def test_steps_worker_records_every_steps_cpu(tmp_path: Path) -> None:
+    cpu_file = tmp_path / "cpu.json"
+    args = ["--stack", "dev", "--out", str(tmp_path), "--quiet", "--no-policies"]
+    assert steps_main([str(cpu_file), "--", *args]) == 0
+    cpu = json.loads(cpu_file.read_text(encoding="utf-8"))["cpuSeconds"]
+    assert set(cpu) == {"config", "program", "render", "schema"}
+    assert set(cpu) == set(json.loads((tmp_path / "dev" / "report.json").read_text())["timings"])
+    assert cpu["program"] > 0
+
+
+def test_steps_worker_refuses_a_command_line_without_its_separator(capsys) -> None:
+    assert steps_main(["cpu.json", "--stack", "dev"]) == 2
+    assert "usage" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def prod_records() -> list[dict[str, Any]]:
+    head = "urn:pulumi:prod::ai-platform::"
+    return [
+        {
+            "urn": f"{head}kubernetes:core/v1:ConfigMap::cm",
+            "type": "kubernetes:core/v1:ConfigMap",
+            "name": "cm",
+            "custom": True,
+            "parent": "",
+            "inputs": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}},
+            "options": {},
+        }
+    ]
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_noop_pack_runs_through_the_driver_and_finds_nothing(prod_records) -> None:
+    before = _children_cpu()
+    result = run_policy_load(
+        PROJECT_ROOT, repeat_records(prod_records, 3), None, "prod", pack_dir=NOOP_PACK
+    )
+    packs = _children_cpu() - before
+    assert result.resources == 3
+    assert result.violations == 0
+    # The pack processes were reaped and their CPU counted, not only the driver's.
+    assert packs > 0
+    assert result.cpu_seconds >= packs
