@@ -7,6 +7,7 @@ import argparse
 import base64
 import gzip
 import json
+import math
 
 import pytest
 
@@ -226,8 +227,12 @@ def test_ratios() -> None:
     assert "none" not in described
     assert "| dev | 5 | 3.0 s (3.0 s CPU) | 12.0 s (9.0 s CPU) |" in text
     assert text.rstrip().endswith("| 3.00 | 4.00 |")
-    labels, walls, over = series({"stacks": {"dev": {"objects": 5, **entry}, "half": {"up": {}}}})
-    assert labels == ["dev\n5 objects"] and walls["floor"] == [10.0] and over == [3.0]
+    partial = {"up": {"wallSeconds": 8.0}}
+    stacks = {"dev": {"objects": 5, **entry}, "none": {"up": {}}, "partial": partial}
+    labels, walls, over = series({"stacks": stacks})
+    assert labels == ["dev\n5 objects", "partial\n? objects"]
+    assert walls["floor"][0] == 10.0 and math.isnan(walls["floor"][1])
+    assert over[0] == 3.0 and math.isnan(over[1])
 
 
 def test_settings_parse() -> None:
