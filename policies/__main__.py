@@ -5,16 +5,9 @@ pulumi.policy <engine> .``); constructing ``PolicyPack`` starts the analyzer gRP
 127.0.0.1, prints its port on the first line of stdout and blocks. Never import this module.
 """
 
-import os
-import sys
+from pulumi_policy import EnforcementLevel, PolicyPack
 
-_PACK_DIR = os.path.dirname(os.path.abspath(__file__))
-for _path in (os.path.dirname(_PACK_DIR), _PACK_DIR):  # project root (components/), then the pack
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from aiplatform_policies import PACK_DESCRIPTION, PACK_NAME, POLICIES, speedups  # noqa: E402
-from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
+from aiplatform_policies import PACK_DESCRIPTION, PACK_NAME, POLICIES, speedups
 
 speedups.install()
 

@@ -18,18 +18,15 @@ from typing import Any
 
 import yaml
 
+from aiplatform_policies import METAS, PACK_NAME, Category, stackconfig
+from aiplatform_policies.registry import PolicyMeta
+
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
 OUTPUT = ROOT / "docs" / "policies.md"
 FIXTURES = PACK_DIR / "tests" / "fixtures"
 STACKS = ("dev", "prod")
 
-for _path in (str(ROOT), str(PACK_DIR)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from aiplatform_policies import METAS, PACK_NAME, Category, stackconfig  # noqa: E402
-from aiplatform_policies.registry import PolicyMeta  # noqa: E402
 
 TITLES = {
     Category.GPU: "GPU",

@@ -15,22 +15,16 @@ Run it from this directory (``__main__.py`` calls :func:`main`)::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
-_PLATFORM = Path(__file__).resolve().parents[2]
-if str(_PLATFORM) not in sys.path:  # the platform checkout, when not installed as a package
-    sys.path.insert(0, str(_PLATFORM))
+import pulumi
+import pulumi_kubernetes as k8s
 
-import pulumi  # noqa: E402
-import pulumi_kubernetes as k8s  # noqa: E402
-
-from components.constants import NODE_POOL_LABEL  # noqa: E402
-from components.scheduling_contract import SchedulingContract, Taint  # noqa: E402
-from components.workloads import (  # noqa: E402
+from components.constants import NODE_POOL_LABEL
+from components.scheduling_contract import SchedulingContract, Taint
+from components.workloads import (
     Autoscaling,
     CheckpointVolume,
     ComputeResources,

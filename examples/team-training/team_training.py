@@ -12,17 +12,10 @@ Run it from this directory (``__main__.py`` runs this file)::
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pulumi
+import pulumi_kubernetes as k8s
 
-_PLATFORM = Path(__file__).resolve().parents[2]
-if str(_PLATFORM) not in sys.path:  # the platform checkout, when not installed as a package
-    sys.path.insert(0, str(_PLATFORM))
-
-import pulumi  # noqa: E402
-import pulumi_kubernetes as k8s  # noqa: E402
-
-from components.constants import (  # noqa: E402
+from components.constants import (
     GPU_RESOURCE,
     GPU_TAINT_EFFECT,
     GPU_TAINT_KEY,
@@ -30,8 +23,8 @@ from components.constants import (  # noqa: E402
     NODE_POOL_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
 )
-from components.scheduling_contract import SchedulingContract, Taint  # noqa: E402
-from components.workloads import (  # noqa: E402
+from components.scheduling_contract import SchedulingContract, Taint
+from components.workloads import (
     Autoscaling,
     CheckpointVolume,
     ComputeResources,

@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from aiplatform_policies import PACK_NAME, POLICIES, REGISTRY, speedups, stackconfig
 from google.protobuf import struct_pb2
-from policy_harness import Fixture, Resource, all_fixtures, options
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+from aiplatform_policies import PACK_NAME, POLICIES, REGISTRY, speedups, stackconfig
+from aiplatform_policies.harness import Fixture, Resource, all_fixtures, options
 
 FIXTURES = all_fixtures()
 LEVEL = {

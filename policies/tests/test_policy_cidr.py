@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from aiplatform_policies.cidr import Addresses, AddressSet
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from aiplatform_policies.cidr import Addresses, AddressSet
 
 BASE = int(ipaddress.ip_address("203.0.112.0"))
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from aiplatform_policies import METAS, PACK_NAME, POLICIES, REGISTRY
-from aiplatform_policies.registry import PolicyMeta
-from policy_harness import FIXTURES
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+
+from aiplatform_policies import METAS, PACK_NAME, POLICIES, REGISTRY
+from aiplatform_policies.harness import FIXTURES
+from aiplatform_policies.registry import PolicyMeta
 
 PACK_DIR = Path(__file__).resolve().parent.parent
 CONFIG_DIR = PACK_DIR / "config"

@@ -4,8 +4,9 @@ messages it expects (none for ``allowed-*``)."""
 from __future__ import annotations
 
 import pytest
+
 from aiplatform_policies import REGISTRY
-from policy_harness import Fixture, all_fixtures, run
+from aiplatform_policies.harness import Fixture, all_fixtures, run
 
 FIXTURES = all_fixtures()
 

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pulumi_policy import EnforcementLevel
+
 from aiplatform_policies import METAS, REGISTRY, stackconfig
+from aiplatform_policies.harness import Fixture, Resource, proxied, run
 from aiplatform_policies.kube import LabelSelector, format_bytes, parse_quantity, parse_type
 from aiplatform_policies.podspec import POD_TEMPLATE_PATHS, pod_view
 from aiplatform_policies.registry import Knobs
 from aiplatform_policies.workload import parse_image
-from policy_harness import Fixture, Resource, proxied, run
-from pulumi_policy import EnforcementLevel
 
 POD_SPEC = {
     "containers": [{"name": "main", "image": "nvcr.io/x:1"}],

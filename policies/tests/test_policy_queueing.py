@@ -7,10 +7,18 @@ import copy
 from typing import Any
 
 import pytest
-from aiplatform_policies import REGISTRY
-from aiplatform_policies.registry import Category
-from policy_harness import FIXTURES, Fixture, Resource, load_fixture, policy_resource, run
 from pulumi_policy import Severity, StackValidationArgs
+
+from aiplatform_policies import REGISTRY
+from aiplatform_policies.harness import (
+    FIXTURES,
+    Fixture,
+    Resource,
+    load_fixture,
+    policy_resource,
+    run,
+)
+from aiplatform_policies.registry import Category
 
 POLICY = REGISTRY["queue-capacity"].policy
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from aiplatform_policies import PACK_NAME, POLICIES
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from aiplatform_policies import PACK_NAME, POLICIES
 
 PACK_DIR = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT = 60.0

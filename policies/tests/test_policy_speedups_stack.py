@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiplatform_policies import PACK_NAME, POLICIES, speedups
 from google.protobuf import struct_pb2
-from policy_harness import FIXTURES, STACK, all_fixtures
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 from test_policy_analyzer import configure, servicer
+
+from aiplatform_policies import PACK_NAME, POLICIES, speedups
+from aiplatform_policies.harness import FIXTURES, STACK, all_fixtures
 
 PROVIDER = f"urn:pulumi:{STACK}::ai-platform::pulumi:providers:kubernetes::k8s"
 

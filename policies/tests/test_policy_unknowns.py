@@ -12,15 +12,6 @@ import copy
 from typing import Any
 
 import pytest
-from aiplatform_policies import METAS
-from policy_harness import (
-    Fixture,
-    all_fixtures,
-    iter_paths,
-    policy_resource,
-    resource_args,
-    wire,
-)
 from pulumi_policy import StackValidationArgs, StackValidationPolicy
 from pulumi_policy.proxy import (
     UNKNOWN_ARRAY_VALUE,
@@ -29,6 +20,16 @@ from pulumi_policy.proxy import (
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
+)
+
+from aiplatform_policies import METAS
+from aiplatform_policies.harness import (
+    Fixture,
+    all_fixtures,
+    iter_paths,
+    policy_resource,
+    resource_args,
+    wire,
 )
 
 FIXTURES = all_fixtures()

@@ -3,13 +3,14 @@ its chart where the stack says, and every image the platform deploys goes throug
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aiplatform_policies import REGISTRY, harness
+from aiplatform_policies.workload import DEFAULT_REGISTRIES
 from components.charts import KUEUE, chart_image_values, merge_values
 from components.constants import (
     GPU_OPERATOR_RELEASE,
@@ -19,12 +20,8 @@ from components.constants import (
 from components.images import mirrored as mirrored_reference
 from components.monitoring.constants import KPS_RELEASE
 from tests.charts.conftest import RELEASE, RELEASES, write_mirror
-from tests.harness import ROOT, run_stack, stack_config
+from tests.harness import run_stack, stack_config
 from tools.mockrun import CapturedResource, MockRun
-
-for _path in (ROOT / "policies", ROOT / "policies" / "tests"):  # the pack, as its tests load it
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 MIRROR = "harbor.example.com/mirror"
 PREFLIGHT_IMAGE = "python:3.12-slim"
@@ -164,25 +161,20 @@ def test_every_component_image_goes_through_the_mirror(
 
 
 def _registry_violations(resources: list[CapturedResource], allowed: list[str] | None) -> list[str]:
-    import policy_harness
-    from aiplatform_policies import REGISTRY
-
     meta = REGISTRY["image-registry-allowed"]
-    fixture = policy_harness.Fixture(
+    fixture = harness.Fixture(
         path=Path("image-registry-allowed.yaml"),
         policy=meta.name,
         allowed=True,
-        resources=[policy_harness.Resource(r.type, r.name, r.inputs) for r in resources],
+        resources=[harness.Resource(r.type, r.name, r.inputs) for r in resources],
         config={} if allowed is None else {"allowedRegistries": allowed},
     )
-    return policy_harness.run(meta.policy, fixture)
+    return harness.run(meta.policy, fixture)
 
 
 def test_the_registry_policy_passes_mirrored_images_when_the_mirror_is_allowed(
     mirrored_run: MockRun[Any],
 ) -> None:
-    from aiplatform_policies.workload import DEFAULT_REGISTRIES
-
     resources = mirrored_run.kubernetes_objects()
     # What a user adds to policies/config/<stack>.json: the mirror, or (stricter) the allowed
     # registries below it.

@@ -7,19 +7,12 @@ PolicyPack starts a server and blocks). ``dev_run`` and ``prod_run`` come from t
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.hardening.stacks import Preview, project, run_preview, run_with_known_secrets
 from tools.mockrun import MockRun
-
-PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
-for _path in (PACK_DIR, PACK_DIR / "tests"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 
 @pytest.fixture(scope="session")

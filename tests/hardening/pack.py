@@ -1,14 +1,11 @@
-"""The policy pack in-process: its self-description and its checks, without a server.
-
-Importable once tests/hardening/conftest.py has put ``policies/`` on ``sys.path``.
-"""
+"""The policy pack in-process: its self-description and its checks, without a server."""
 
 from __future__ import annotations
 
-from aiplatform_policies import PACK_NAME, POLICIES
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
+from aiplatform_policies import PACK_NAME, POLICIES
 from tools import policy_driver as pd
 
 

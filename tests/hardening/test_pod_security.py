@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from aiplatform_policies import REGISTRY
+from aiplatform_policies.harness import Fixture, Resource, run
 from aiplatform_policies.podspec import pod_view
 from aiplatform_policies.scope import EXEMPT_COMPONENTS_DEFAULT, components, exempt_component
-from policy_harness import Fixture, Resource, run
-
 from components.constants import (
     KUBE_SYSTEM_NAMESPACE,
     PRIVILEGED_SYSTEM_NAMESPACES,

@@ -4,23 +4,17 @@ real path (program under mocks → resource records → pack process over the an
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness import ROOT
+from aiplatform_policies.registry import REGISTRY
 from tools import preview
 
 BAD_STACK = Path(__file__).with_name("Pulumi.bad.yaml")
 
 
 def _categories() -> dict[str, str]:
-    sys.path.insert(0, str(ROOT / "policies"))
-    try:
-        from aiplatform_policies.registry import REGISTRY
-    finally:
-        sys.path.remove(str(ROOT / "policies"))
     return {name: meta.category.value for name, meta in REGISTRY.items()}
 
 

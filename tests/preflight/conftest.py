@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import io
 import stat
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:  # ``components`` importable however pytest is started.
-    sys.path.insert(0, _ROOT)
-
-from components.workloads.preflight import start_check  # noqa: E402
+from components.workloads.preflight import start_check
 
 GI = 2**30
 

@@ -6,22 +6,18 @@ and the component that reads them come from the same classes.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aiplatform_policies import REGISTRY, harness
+from aiplatform_policies.stackconfig import load, resolve
 from components.constants import GPU_RESOURCE, MIG_RESOURCE_PREFIX, NODE_POOL_LABEL
 from components.gpu_node_pool import GPU_TAINT
 from components.scheduling_contract import SchedulingContract, Taint
 from tools.mockrun import CapturedResource, MockRun, run_under_mocks
-
-ROOT = Path(__file__).resolve().parents[2]
-for _path in (ROOT / "policies", ROOT / "policies" / "tests"):  # the pack, as its tests load it
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 
 def mandatory_violations(
@@ -29,14 +25,8 @@ def mandatory_violations(
 ) -> list[str]:
     """Every message of every policy mandatory in policies/config/prod.json over ``resources``
     (``stack_policies=False``: per-resource policies only, for a program without the platform)."""
-    import policy_harness
-    from aiplatform_policies import REGISTRY
-    from aiplatform_policies.stackconfig import load, resolve
-
     records = [
-        policy_harness.Resource(
-            type=r.type, name=r.name, inputs=r.inputs, protect=r.options["protect"]
-        )
+        harness.Resource(type=r.type, name=r.name, inputs=r.inputs, protect=r.options["protect"])
         for r in resources
     ]
     messages = []
@@ -44,14 +34,14 @@ def mandatory_violations(
         meta = REGISTRY[name]
         if effective.level.value != "mandatory" or (meta.stack and not stack_policies):
             continue
-        fixture = policy_harness.Fixture(
+        fixture = harness.Fixture(
             path=Path(f"{name}.yaml"),
             policy=name,
             allowed=True,
             resources=records,
             config=effective.properties,
         )
-        messages += [f"{name}: {m}" for m in policy_harness.run(meta.policy, fixture)]
+        messages += [f"{name}: {m}" for m in harness.run(meta.policy, fixture)]
     return messages
 
 

@@ -1,7 +1,8 @@
 """Rendered workloads pass every policy prod makes mandatory, and every manifest validates.
 
-The policies run in-process through the pack's own test harness (policies/tests/
-policy_harness.py): props travel through a protobuf Struct as on the analyzer wire.
+The policies run in-process through the pack's own test harness
+(policies/aiplatform_policies/harness.py): props travel through a protobuf Struct as on the
+analyzer wire.
 """
 
 from __future__ import annotations

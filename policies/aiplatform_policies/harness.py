@@ -1,4 +1,6 @@
-"""Run policies on fixture manifests exactly as the policy SDK's analyzer would.
+"""Run policies on fixture manifests exactly as the policy SDK's analyzer would, in-process.
+
+For the pack's tests and the platform's (which run the pack on what the program renders).
 
 Props and config travel through a protobuf ``Struct`` (so integers become floats, as on the
 wire), then ``deserialize_properties`` and the SDK's unknown-value proxy; stack policies get
@@ -39,7 +41,8 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import unknown_checking_proxy
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+"""The pack's fixture files (tests/fixtures beside this package)."""
 STACK = "test"
 
 
