@@ -88,6 +88,7 @@ pytest-real: bytecode
 schema: install
 	$(BIN)/python -m tools.gen_config_schema
 	$(BIN)/python -m tools.gen_outputs_schema
+	$(BIN)/python -m tools.gen_policy_constants
 
 docs: install
 	$(BIN)/python tools/gen_policy_docs.py

@@ -97,8 +97,10 @@ KUEUE_NAMESPACE: Final = "kueue-system"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
+KUBE_PUBLIC_NAMESPACE: Final = "kube-public"
+KUBE_NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
 SYSTEM_NAMESPACES: Final = frozenset(
-    {"default", KUBE_SYSTEM_NAMESPACE, "kube-public", "kube-node-lease"}
+    {"default", KUBE_SYSTEM_NAMESPACE, KUBE_PUBLIC_NAMESPACE, KUBE_NODE_LEASE_NAMESPACE}
 )
 """Kubernetes' own namespaces: no team takes them, the escape hatch needs an exception there."""
 PLATFORM_NAMESPACES: Final = frozenset(

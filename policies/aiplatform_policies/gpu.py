@@ -9,20 +9,6 @@ from typing import Any, Final, NamedTuple
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from components.constants import (
-    GPU_RESOURCE,
-    GPU_TAINT_EFFECT,
-    GPU_TAINT_KEY,
-    GPU_TAINT_VALUE,
-    KUEUE_QUEUE_LABEL,
-    MIG_RESOURCE_PREFIX,
-    NODE_POOL_LABEL,
-    WORKLOAD_TYPE_EVALUATION,
-    WORKLOAD_TYPE_INFERENCE,
-    WORKLOAD_TYPE_LABEL,
-    WORKLOAD_TYPE_TRAINING,
-)
-
 from .kube import as_map, as_seq, as_str, dig, fmt_num, labels_of, parse_quantity
 from .podspec import POD_TEMPLATE_PATHS, ContainerRef, PodView, pod_view
 from .registry import (
@@ -42,6 +28,19 @@ from .scope import (
     in_namespaces,
     namespaces,
     system_namespaces_knob,
+)
+from .shared import (
+    GPU_RESOURCE,
+    GPU_TAINT_EFFECT,
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    KUEUE_QUEUE_LABEL,
+    MIG_RESOURCE_PREFIX,
+    NODE_POOL_LABEL,
+    WORKLOAD_TYPE_EVALUATION,
+    WORKLOAD_TYPE_INFERENCE,
+    WORKLOAD_TYPE_LABEL,
+    WORKLOAD_TYPE_TRAINING,
 )
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)

@@ -148,34 +148,29 @@ def provider(resource: Resource) -> PolicyProviderResource | None:
     )
 
 
+def _described(
+    resource: Resource, inputs: dict[str, Any] | None
+) -> tuple[str, Mapping[str, Any], str, str, PolicyResourceOptions, PolicyProviderResource | None]:
+    """What the SDK's resource arguments and stack resources both start with."""
+    props = unknown_checking_proxy(inputs) if inputs is not None else proxied(resource.inputs)
+    return (
+        resource.type,
+        props,
+        resource.urn,
+        resource.name,
+        options(resource),
+        provider(resource),
+    )
+
+
 def resource_args(
     resource: Resource, config: Mapping[str, Any], inputs: dict[str, Any] | None = None
 ) -> ResourceValidationArgs:
-    props = unknown_checking_proxy(inputs) if inputs is not None else proxied(resource.inputs)
-    return ResourceValidationArgs(
-        resource.type,
-        props,
-        resource.urn,
-        resource.name,
-        options(resource),
-        provider(resource),
-        wire(config) if config else None,
-    )
+    return ResourceValidationArgs(*_described(resource, inputs), wire(config) if config else None)
 
 
 def policy_resource(resource: Resource, inputs: dict[str, Any] | None = None) -> PolicyResource:
-    props = unknown_checking_proxy(inputs) if inputs is not None else proxied(resource.inputs)
-    return PolicyResource(
-        resource.type,
-        props,
-        resource.urn,
-        resource.name,
-        options(resource),
-        provider(resource),
-        None,
-        [],
-        {},
-    )
+    return PolicyResource(*_described(resource, inputs), None, [], {})
 
 
 def run(policy: ResourceValidationPolicy | StackValidationPolicy, fixture: Fixture) -> list[str]:

@@ -15,6 +15,8 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
+from .shared import BINARY_SUFFIXES, DECIMAL_SUFFIXES, QUANTITY_PATTERN
+
 EMPTY_MAP: Final[Mapping[str, Any]] = {}
 EMPTY_SEQ: Final[Sequence[Any]] = ()
 DEFAULT_NAMESPACE: Final = "default"
@@ -137,23 +139,7 @@ def fmt_num(value: Any) -> str:
 
 
 # --- Quantities ---------------------------------------------------------------------------------
-_BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL: Final = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-_QUANTITY: Final = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
+_QUANTITY: Final = re.compile(QUANTITY_PATTERN)
 
 
 @lru_cache(maxsize=4096)
@@ -166,10 +152,10 @@ def _parse_quantity_text(text: str) -> Decimal | None:
     except InvalidOperation:  # pragma: no cover - the regex admits only decimals
         return None
     suffix = match["suffix"] or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
+    if suffix in BINARY_SUFFIXES:
+        return number * BINARY_SUFFIXES[suffix]
+    if suffix in DECIMAL_SUFFIXES:
+        return number * DECIMAL_SUFFIXES[suffix]
     return number * Decimal(10) ** int(suffix[1:])
 
 
@@ -191,7 +177,7 @@ def parse_quantity(value: Any) -> Decimal | None:
 
 def format_bytes(amount: Decimal) -> str:
     """Render a byte count with the largest exact binary suffix, as people write sizes."""
-    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1]):
+    for suffix, factor in sorted(BINARY_SUFFIXES.items(), key=lambda item: -item[1]):
         if amount >= factor and amount % factor == 0:
             return f"{amount // factor}{suffix}"
     return fmt_num(amount)

@@ -21,8 +21,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from components.constants import NAMESPACE_NAME_LABEL, TEAM_LABEL, TENANT_REACHABLE_FROM_ANNOTATION
-
 from .cidr import Addresses
 from .kube import (
     LabelSelector,
@@ -45,6 +43,7 @@ from .registry import (
     str_list,
     string_list_schema,
 )
+from .shared import NAMESPACE_NAME_LABEL, TEAM_LABEL, TENANT_REACHABLE_FROM_ANNOTATION
 
 NETWORK_POLICY: Final = "networking.k8s.io/NetworkPolicy"
 PEERS: Final = {"egress": "to", "ingress": "from"}

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from components.constants import WORKLOAD_TYPE_LABEL
-
 from .kube import (
     EMPTY_MAP,
     TypeToken,
@@ -24,6 +22,7 @@ from .kube import (
     metadata,
     parse_type,
 )
+from .shared import WORKLOAD_TYPE_LABEL
 from .speedups import rpc_cache
 
 POD_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {

@@ -16,14 +16,6 @@ from typing import Final
 
 from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
 
-from components.constants import (
-    GPU_CAPACITY_ANNOTATION,
-    GPU_RESOURCE_ANNOTATION,
-    NAMESPACE_NAME_LABEL,
-    NODE_POOL_LABEL,
-    QUOTA_OVERCOMMIT_ANNOTATION,
-)
-
 from .gpu import is_gpu_resource
 from .kube import (
     as_map,
@@ -40,6 +32,13 @@ from .kube import (
     parse_type,
 )
 from .registry import NO_KNOBS, Category, stack_policy
+from .shared import (
+    GPU_CAPACITY_ANNOTATION,
+    GPU_RESOURCE_ANNOTATION,
+    NAMESPACE_NAME_LABEL,
+    NODE_POOL_LABEL,
+    QUOTA_OVERCOMMIT_ANNOTATION,
+)
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 RESOURCE_FLAVOR: Final = f"{KUEUE_GROUP}/ResourceFlavor"

@@ -17,26 +17,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
-from components.constants import (
+from .kube import DEFAULT_NAMESPACE, as_map, as_str, effective_namespace
+from .registry import str_list, str_map, string_list_schema
+from .shared import (
+    COMPONENT_FLUENT_BIT,
+    COMPONENT_NODE_EXPORTER,
     GPU_OPERATOR_NAMESPACE,
+    KUBE_NODE_LEASE_NAMESPACE,
+    KUBE_PUBLIC_NAMESPACE,
     KUBE_SYSTEM_NAMESPACE,
     KUEUE_NAMESPACE,
     LOGGING_NAMESPACE,
+    MONITORING_COMPONENT_LABEL,
     MONITORING_NAMESPACE,
 )
-from components.monitoring.constants import (
-    COMPONENT_FLUENT_BIT,
-    COMPONENT_NODE_EXPORTER,
-    MONITORING_COMPONENT_LABEL,
-)
-
-from .kube import DEFAULT_NAMESPACE, as_map, as_str, effective_namespace
-from .registry import str_list, str_map, string_list_schema
 
 SYSTEM_NAMESPACES_DEFAULT: Final[tuple[str, ...]] = (
     KUBE_SYSTEM_NAMESPACE,
-    "kube-public",
-    "kube-node-lease",
+    KUBE_PUBLIC_NAMESPACE,
+    KUBE_NODE_LEASE_NAMESPACE,
     GPU_OPERATOR_NAMESPACE,
     KUEUE_NAMESPACE,
     MONITORING_NAMESPACE,

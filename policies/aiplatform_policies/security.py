@@ -20,8 +20,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from components.constants import TEAM_ADMIN_ROLE, TEAM_VIEWER_ROLE
-
 from .kube import (
     DEFAULT_NAMESPACE,
     as_int,
@@ -56,6 +54,7 @@ from .scope import (
     namespaces,
     system_namespaces_knob,
 )
+from .shared import TEAM_ADMIN_ROLE, TEAM_VIEWER_ROLE
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 

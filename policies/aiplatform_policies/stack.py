@@ -14,10 +14,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from components.constants import APP_NAME_LABEL, GPU_QUOTA_KEY, TEAM_LABEL
-from components.constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION as EXCEPTION_ANNOTATION
-from components.monitoring.constants import PLATFORM_ALERT_LABEL
-
 from .kube import (
     as_map,
     as_seq,
@@ -42,6 +38,8 @@ from .registry import (
     string_list_schema,
 )
 from .scope import in_namespaces, namespaces, system_namespaces_knob
+from .shared import APP_NAME_LABEL, GPU_QUOTA_KEY, PLATFORM_ALERT_LABEL, TEAM_LABEL
+from .shared import ESCAPE_HATCH_EXCEPTION_ANNOTATION as EXCEPTION_ANNOTATION
 
 NAMESPACE: Final = "core/Namespace"
 NETWORK_POLICY: Final = "networking.k8s.io/NetworkPolicy"

@@ -16,8 +16,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from components.constants import WORKLOAD_TYPE_EVALUATION, WORKLOAD_TYPE_TRAINING
-
 from .kube import (
     as_map,
     as_seq,
@@ -39,6 +37,7 @@ from .registry import (
     str_list,
     string_list_schema,
 )
+from .shared import WORKLOAD_TYPE_EVALUATION, WORKLOAD_TYPE_TRAINING
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 PVC: Final = "core/PersistentVolumeClaim"

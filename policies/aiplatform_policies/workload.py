@@ -19,12 +19,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from components.constants import (
-    WORKLOAD_TYPE_EVALUATION,
-    WORKLOAD_TYPE_INFERENCE,
-    WORKLOAD_TYPE_TRAINING,
-)
-
 from .kube import (
     LabelSelector,
     as_int,
@@ -50,6 +44,11 @@ from .registry import (
     string_list_schema,
 )
 from .scope import namespaces, system_namespaces_knob
+from .shared import (
+    WORKLOAD_TYPE_EVALUATION,
+    WORKLOAD_TYPE_INFERENCE,
+    WORKLOAD_TYPE_TRAINING,
+)
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 SERVING_KINDS: Final = frozenset({"apps/Deployment", "apps/StatefulSet"})

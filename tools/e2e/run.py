@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,19 @@ def cluster_overrides(charts: Path, kubeconfig: Path) -> dict[str, Any]:
     }
 
 
-def policy_config(stack: str) -> Path:
-    return PROJECT_ROOT / "policies" / "config" / f"{stack}.json"
+def policy_config(stack: str, pack: Path = PROJECT_ROOT / "policies") -> Path:
+    return pack / "config" / f"{stack}.json"
+
+
+@contextlib.contextmanager
+def policy_pack_copy() -> Iterator[Path]:
+    """The policy pack copied outside the checkout, for the real ``pulumi preview``: the folder
+    is the whole pack (docs/policies.md, "The pack on its own"), and the real CLI proves it."""
+    with tempfile.TemporaryDirectory(prefix="ai-platform-policies-") as parent:
+        pack = Path(parent) / "policies"
+        ignore = shutil.ignore_patterns("__pycache__", "tests")
+        shutil.copytree(PROJECT_ROOT / "policies", pack, ignore=ignore)
+        yield pack
 
 
 class E2E:
@@ -90,6 +102,8 @@ class E2E:
         self.e2e_stack: E2EStack | None = None
         self.cli: PulumiCli | None = None
         self.cluster: LocalCluster | None = None
+        self.policy_pack = PROJECT_ROOT / "policies"
+        """The pack the real previews run: a copy outside the checkout during a session."""
 
     # --- helpers ---
 
@@ -168,7 +182,11 @@ class E2E:
         self.fresh_work_dir()
         self.prepare()
         assert self.cluster is not None
-        with self.cluster.running(), kueue.running_for(self.cluster):
+        with (
+            policy_pack_copy() as self.policy_pack,
+            self.cluster.running(),
+            kueue.running_for(self.cluster),
+        ):
             yield self.cluster
 
     def checks(self) -> None:
@@ -259,9 +277,9 @@ class E2E:
             "preview",
             *extra,
             "--policy-pack",
-            str(PROJECT_ROOT / "policies"),
+            str(self.policy_pack),
             "--policy-pack-config",
-            str(policy_config(self.stack)),
+            str(policy_config(self.stack, self.policy_pack)),
         ]
 
     def kinds_not_served(self) -> set[str]:
