@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,14 @@ RUNTIME_IMPORTS = {"aiplatform_policies", "pulumi", "pulumi_policy", "grpc", "go
 """What the pack's own code may import besides the standard library: itself and what
 requirements.txt installs (PyYAML and protobuf come with pulumi)."""
 PLATFORM = {"infra", "components", "tools", "bench", "tests"}
+
+
+def test_the_project_installs_the_pulumi_policy_the_pack_pins() -> None:
+    pack = re.findall(r"^pulumi-policy==\S+$", (PACK / "requirements.txt").read_text(), re.M)
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert pack == [d for d in extras["preview"] if d.startswith("pulumi-policy")]
 
 
 def test_the_shared_values_are_current() -> None:

@@ -21,7 +21,9 @@ the SDK rebuilds and relinks all of them for each stack policy. Outside those ca
 identical (``policies/tests/test_policy_analyzer.py`` compares the serialized responses of both
 modes).
 
-It relies on SDK internals, so it checks they exist and otherwise does nothing; set
+It relies on SDK internals, so it runs only on the pulumi-policy release it was verified
+against (:data:`VERIFIED_PULUMI_POLICY`, pinned in policies/requirements.txt); on any other it
+says so in one line on stderr and leaves the SDK as it is. Set
 ``AIPLATFORM_POLICY_NO_SPEEDUPS=1`` to turn it off.
 """
 
@@ -30,8 +32,10 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, cast
 
 from google.protobuf import struct_pb2
@@ -39,6 +43,17 @@ from google.protobuf import struct_pb2
 _local = threading.local()
 _originals: dict[str, Any] = {}
 ENV_OFF = "AIPLATFORM_POLICY_NO_SPEEDUPS"
+VERIFIED_PULUMI_POLICY = "1.21.0"
+"""The pulumi-policy release whose internals this module was checked against (the tests of
+both modes pass on it). Another release gets the SDK unchanged until someone verifies it."""
+
+
+def sdk_version() -> str | None:
+    """The installed pulumi-policy release, or ``None`` if it has no distribution metadata."""
+    try:
+        return metadata.version("pulumi-policy")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def rpc_cache() -> dict[Any, Any] | None:
@@ -286,6 +301,14 @@ def install() -> bool:
     if _originals:
         return True
     if os.environ.get(ENV_OFF):
+        return False
+    version = sdk_version()
+    if version != VERIFIED_PULUMI_POLICY:
+        print(
+            f"warning: policy pack speedups off: pulumi-policy {version} is not "
+            f"{VERIFIED_PULUMI_POLICY}, the release they were verified against",
+            file=sys.stderr,
+        )
         return False
     from pulumi_policy import policy as sdk
 
