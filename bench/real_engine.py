@@ -699,7 +699,7 @@ def report(paths: Sequence[Path], out: Path, plot_path: str | None) -> int:
         base = merged["stacks"].get(key.split(" (")[0]) or {}
         if "floor" not in entry and "floor" in base and "up" in entry:
             entry["floor"] = base["floor"]
-            entry["ratios"] = stack_ratios(entry)
+        entry["ratios"] = stack_ratios(entry)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(f"{table(merged)}\n\n{details(merged)}\n")
     print(table(merged))

@@ -301,15 +301,21 @@ def median(values: Sequence[float]) -> float:
 
 
 def stack_ratios(entry: Mapping[str, Any]) -> dict[str, float | None]:
-    """The ratios of one stack's figures: ``pulumi up`` over the kubectl floor (wall, and the
-    client side's CPU) and the real preview over the offline one (wall and CPU)."""
+    """The ratios of one stack's figures: ``pulumi up`` over the kubectl floor (wall, the
+    machine's CPU: client and cluster, and the client's alone) and the real preview over the
+    offline one (wall and CPU). Only the CPU ratios compare runs made under different loads."""
 
     def get(step: str, key: str) -> float | None:
         value = (entry.get(step) or {}).get(key)
         return float(value) if value is not None else None
 
+    def machine(step: str) -> float | None:
+        client, cluster = get(step, "cpuSeconds"), get(step, "clusterCpuSeconds")
+        return None if client is None or cluster is None else client + cluster
+
     return {
         "upOverFloorWall": ratio(get("up", "wallSeconds"), get("floor", "wallSeconds")),
+        "upOverFloorMachineCpu": ratio(machine("up"), machine("floor")),
         "upOverFloorCpu": ratio(get("up", "cpuSeconds"), get("floor", "cpuSeconds")),
         "previewOverOfflineWall": ratio(
             get("preview", "wallSeconds"), get("offlinePreview", "wallSeconds")

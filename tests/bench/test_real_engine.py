@@ -197,13 +197,14 @@ def test_ratios() -> None:
     assert ratio(None, 2.0) is None
     assert ratio(1.0, 0.0) is None
     entry = {
-        "up": {"wallSeconds": 30.0, "cpuSeconds": 40.0},
-        "floor": {"wallSeconds": 10.0, "cpuSeconds": 4.0},
+        "up": {"wallSeconds": 30.0, "cpuSeconds": 40.0, "clusterCpuSeconds": 20.0},
+        "floor": {"wallSeconds": 10.0, "cpuSeconds": 4.0, "clusterCpuSeconds": 16.0},
         "preview": {"wallSeconds": 12.0, "cpuSeconds": 9.0},
         "offlinePreview": {"wallSeconds": 3.0, "cpuSeconds": 3.0},
     }
     assert stack_ratios(entry) == {
         "upOverFloorWall": 3.0,
+        "upOverFloorMachineCpu": 3.0,
         "upOverFloorCpu": 10.0,
         "previewOverOfflineWall": 4.0,
         "previewOverOfflineCpu": 3.0,
@@ -228,7 +229,8 @@ def test_ratios() -> None:
     assert "| dev | 5 | 3.0 s (3.0 s CPU) | 12.0 s (9.0 s CPU) |" in text
     assert text.rstrip().endswith("| 3.00 | 4.00 |")
     partial = {"up": {"wallSeconds": 8.0}}
-    stacks = {"dev": {"objects": 5, **entry}, "none": {"up": {}}, "partial": partial}
+    measured = {"objects": 5, **entry, "ratios": stack_ratios(entry)}
+    stacks = {"dev": measured, "none": {"up": {}}, "partial": partial}
     labels, walls, over = series({"stacks": stacks})
     assert labels == ["dev\n5 objects", "partial\n? objects"]
     assert walls["floor"][0] == 10.0 and math.isnan(walls["floor"][1])
