@@ -59,10 +59,21 @@ def validate_label_key(key: str) -> str:
     return key
 
 
+def is_label_value(value: str) -> bool:
+    """Whether Kubernetes accepts ``value`` as a label value (empty included)."""
+    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
+
+
+def _label_value(value: str) -> str:
+    if not is_label_value(value):
+        raise ValueError(f"must be a valid Kubernetes label value, got {value!r}")
+    return value
+
+
 def _label_map(value: dict[str, str]) -> dict[str, str]:
     for key, item in value.items():
         validate_label_key(key)
-        if len(item) > 63 or not _LABEL_VALUE.match(item):
+        if not is_label_value(item):
             raise ValueError(f"label {key!r} has an invalid value {item!r}")
     return value
 
@@ -73,3 +84,7 @@ DnsSubdomain = Annotated[str, AfterValidator(_dns1123_subdomain)]
 """A name Kubernetes accepts for cluster-scoped objects such as StorageClasses."""
 LabelMap = Annotated[dict[str, str], AfterValidator(_label_map)]
 """Kubernetes labels: valid keys and values."""
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+"""A Kubernetes label value."""
+LabelKey = Annotated[str, AfterValidator(validate_label_key)]
+"""A Kubernetes label (or annotation, or taint) key."""

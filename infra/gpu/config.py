@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, LabelMap, validate_label_key
+from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, LabelKey, LabelMap, LabelValue
 
 Backend = Literal["karpenter", "static"]
 PoolPurpose = Literal["training", "inference", "batch"]
@@ -35,7 +35,6 @@ EvictionSignal = Literal[
     "pid.available",
 ]
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
 _BUDGET_DURATION = re.compile(r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))$")
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
@@ -51,12 +50,6 @@ _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 _INSTANCE_FAMILY = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
-def _label_value(value: str) -> str:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise ValueError(f"must be a valid Kubernetes label value, got {value!r}")
-    return value
-
-
 def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not regex.match(value):
@@ -66,8 +59,6 @@ def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str], str]:
     return check
 
 
-LabelValue = Annotated[str, AfterValidator(_label_value)]
-LabelKey = Annotated[str, AfterValidator(validate_label_key)]
 KarpenterDuration = Annotated[
     str, AfterValidator(_pattern(_DURATION, "a duration such as '30m', '720h' or 'Never'"))
 ]

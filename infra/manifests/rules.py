@@ -47,11 +47,9 @@ from components.raw_manifests import (
     resource_class,
 )
 
-from ..config.cluster import ClusterConfig
 from ..config.errors import ConfigIssue, entry_ref
 from ..config.partial import parsed
-from ..monitoring.config import MonitoringConfig
-from ..tenancy.config import TeamConfig
+from ..config.views import HasCluster, HasMonitoring, HasTeams
 from .config import EscapeHatchConfig
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -104,23 +102,14 @@ ObjectKey = tuple[str, str | None, str]
 """``(group/Kind or Kind, namespace, name)`` of an object."""
 
 
-class Fenced(Protocol):
-    """What the fence reads: ``PlatformConfig``."""
-
-    @property
-    def teams(self) -> list[TeamConfig]: ...
+class Fenced(HasCluster, HasTeams, HasMonitoring, Protocol):
+    """What the fence reads."""
 
     @property
     def extra_manifests(self) -> list[dict[str, Any]]: ...
 
     @property
     def escape_hatch(self) -> EscapeHatchConfig: ...
-
-    @property
-    def monitoring(self) -> MonitoringConfig: ...
-
-    @property
-    def cluster(self) -> ClusterConfig: ...
 
 
 def platform_namespaces(config: Any) -> dict[str, str]:
