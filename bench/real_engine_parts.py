@@ -95,8 +95,9 @@ class SessionCpu:
     by_pid: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     def observe(self, pid: int, role: str, cpu_ticks: int) -> None:
-        previous = self.by_pid.get(pid, (role, 0))[1]
-        self.by_pid[pid] = (role, max(previous, cpu_ticks))
+        known, previous = self.by_pid.get(pid, (role, 0))
+        # A process that is exiting shows an empty command line: it keeps the role it had.
+        self.by_pid[pid] = (known if role == "other" else role, max(previous, cpu_ticks))
 
     def by_role(self) -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)

@@ -70,9 +70,10 @@ def test_session_cpu_keeps_each_process_peak_and_sums_per_role() -> None:
     seen.observe(1, "engine", 100)
     seen.observe(1, "engine", 250)
     seen.observe(1, "engine", 240)  # a later sample never lowers it
+    seen.observe(1, "other", 260)  # exiting: an empty command line, the same process
     seen.observe(2, "policy pack", 50)
     seen.observe(3, "policy pack", 25)
-    assert seen.by_role() == {"engine": 2.5, "policy pack": 0.75}
+    assert seen.by_role() == {"engine": 2.6, "policy pack": 0.75}
 
 
 def _release_secret(release: dict, *, compress: bool = True) -> dict:
