@@ -63,7 +63,9 @@ def plot(results: Mapping[str, Any], path: Path) -> None:
     measured = [r for r in ratios if not math.isnan(r)]
     over.set_ylim(0, max([*measured, 2.5]) * 1.2)
     over.axhline(2.0, color="tab:red", linestyle="--", linewidth=1, label="target: 2x")
-    over.set_xticks(range(len(labels)), [label.split("\n")[0] for label in labels], fontsize=8)
+    over.set_xticks(
+        range(len(labels)), [label.split("\n")[0] for label in labels], fontsize=8, rotation=20
+    )
     over.set_title("pulumi up / kubectl floor\n(CPU: client and cluster)", fontsize=10)
     over.legend(fontsize=8)
     figure.tight_layout()
