@@ -151,10 +151,13 @@ def test_crds_preinstalled_only_for_karpenter_stacks():
 
 
 def test_shared_folder_is_overridable(monkeypatch, tmp_path):
-    monkeypatch.setenv("AIPLATFORM_SHARED", str(tmp_path))
-    assert clusters.shared_dir() == tmp_path
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (tmp_path / "shared").mkdir()
+    monkeypatch.setenv("AIPLATFORM_SHARED", str(tmp_path / "elsewhere"))
+    assert clusters.shared_dir(checkout) == tmp_path / "elsewhere"
     monkeypatch.delenv("AIPLATFORM_SHARED")
-    assert clusters.shared_dir() == (ROOT / ".." / "shared").resolve()
+    assert clusters.shared_dir(checkout) == tmp_path / "shared"
 
 
 def test_a_scratch_clone_finds_the_shared_folder_beside_its_origin(monkeypatch, tmp_path):
