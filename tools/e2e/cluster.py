@@ -351,8 +351,13 @@ def process_alive(pid: int, start_ticks: int | None = None) -> bool:
     return ticks is not None and (start_ticks is None or ticks == start_ticks)
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live processes of a process group (a component may have children)."""
+_STAT_PGRP: Final = 2
+_STAT_SESSION: Final = 3
+"""Fields of ``/proc/<pid>/stat`` after the command name (``state`` is 0)."""
+
+
+def _live_with(field_index: int, value: int) -> list[int]:
+    """Live (not zombie) processes whose ``/proc/<pid>/stat`` field ``field_index`` is ``value``."""
     members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -362,9 +367,21 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+        if fields[0] not in ("Z", "X") and int(fields[field_index]) == value:
             members.append(int(entry.name))
     return members
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (a component may have children)."""
+    return _live_with(_STAT_PGRP, pgid)
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes of the session ``sid``: a CLI started with ``start_new_session`` and every
+    plugin it started. The CLI gives each plugin a process group of its own, so its group alone
+    misses them; the session does not, even once they are orphaned."""
+    return _live_with(_STAT_SESSION, sid)
 
 
 def listening_addresses(pid: int) -> list[tuple[str, int]]:

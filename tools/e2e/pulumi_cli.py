@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .build import KUBERNETES_PROVIDER_VERSION, PROJECT_ROOT, RANDOM_PROVIDER_VERSION
+from .cluster import session_members
 
 PASSPHRASE = "ai-platform-e2e"
 """The e2e stacks' secrets provider passphrase: the stacks hold only test values."""
@@ -283,24 +284,6 @@ class Background:
     def __exit__(self, *exc: object) -> None:
         """Whatever happened, nothing of its process group outlives the block."""
         self.stop()
-
-
-def session_members(sid: int) -> list[int]:
-    """Live processes of the session ``sid``: a CLI started with ``start_new_session`` and every
-    plugin it started. The CLI gives each plugin a process group of its own, so its group alone
-    misses them; the session does not, even once they are orphaned."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] not in ("Z", "X") and int(fields[3]) == sid:
-            members.append(int(entry.name))
-    return members
 
 
 def kill_session(sid: int, sig: int = signal.SIGKILL) -> list[int]:
