@@ -1,0 +1,45 @@
+"""A team's Redis: the job-status bus and the Celery broker of one team namespace.
+
+What every workload that talks to it needs is written here once: the Service and Secret names,
+the keys of the Secret, the label that lets a pod through the Redis NetworkPolicy and the
+environment a client gets. Workloads read the connection from the Secret, never from config.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .constants import LABEL_PREFIX
+
+REDIS_SERVICE: Final = "team-redis"
+"""The team Redis Service (and StatefulSet) in the team namespace."""
+REDIS_PORT: Final = 6379
+REDIS_SECRET: Final = "team-redis-auth"
+"""The Secret with the generated password and the URL built from it."""
+REDIS_PASSWORD_KEY: Final = "password"
+REDIS_URL_KEY: Final = "url"
+"""``redis://:<password>@team-redis.<namespace>.svc.cluster.local:6379/0``."""
+REDIS_CLIENT_LABEL: Final = f"{LABEL_PREFIX}/redis-client"
+"""``"true"`` on the pods the team Redis NetworkPolicy admits."""
+DEFAULT_STATUS_CHANNEL: Final = "training_status"
+"""Pub/sub channel job status goes to unless a workload names another."""
+REDIS_URL_ENV: Final = "REDIS_URL"
+STATUS_CHANNEL_ENV: Final = "STATUS_CHANNEL"
+
+
+def redis_client_labels() -> dict[str, str]:
+    """Pod labels of a team Redis client (the NetworkPolicy's ingress selector)."""
+    return {REDIS_CLIENT_LABEL: "true"}
+
+
+def secret_env(name: str, key: str, secret: str = REDIS_SECRET) -> dict[str, Any]:
+    """One env var read from a key of the team Redis Secret."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def redis_client_env(channel: str | None = DEFAULT_STATUS_CHANNEL) -> list[dict[str, Any]]:
+    """``REDIS_URL`` from the Secret, plus ``STATUS_CHANNEL`` when the pod publishes status."""
+    env = [secret_env(REDIS_URL_ENV, REDIS_URL_KEY)]
+    if channel is not None:
+        env.append({"name": STATUS_CHANNEL_ENV, "value": channel})
+    return env
