@@ -20,30 +20,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..constants import (
-    KUEUE_QUEUE_LABEL,
     METRICS_PORT_NAME,
     MONITORING_NAMESPACE,
-    TEAM_ENV_CONFIGMAP,
-    TEAM_WORKLOAD_SERVICE_ACCOUNT,
-    TRAINING_ENV_VAR,
     WORKLOAD_TYPE_INFERENCE,
     ZONE_LABEL,
 )
 from ..predicates import dependency_env, env_var_prefix, inference_conflicts
-from ..scheduling_contract import SchedulingContract
+from . import workload_pod as pod
 from .common import (
     MODEL_MOUNT_PATH,
-    SHM_MOUNT_PATH,
     TMP_MOUNT_PATH,
     ComputeResources,
-    EgressAllowance,
-    check_env,
     check_name,
     cidr_egress_rules,
     container_resources,
@@ -51,7 +44,6 @@ from .common import (
     dns_egress_rule,
     env_list,
     namespaces_peer,
-    placement,
     pod_security_context,
     selector_labels,
     workload_labels,
@@ -61,13 +53,10 @@ SERVER_CONTAINER: Final = "server"
 SERVER_COMPONENT: Final = "server"
 HTTP_PORT_NAME: Final = "http"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
-MAX_NAME_LENGTH: Final = 40
 MAX_DEPENDENCY_NAME_LENGTH: Final = 11
 """``<service>-<dependency>`` names a StatefulSet, whose pods' revision-hash label value
 (``<name>-<10 chars>``) must fit 63 characters: 40 + 1 + 11 = 52."""
-RESERVED_ENV: Final = frozenset(
-    {"LOG_LEVEL", "PORT", "METRICS_PORT", "MODEL_DIR", "HOME", "TMPDIR", TRAINING_ENV_VAR}
-)
+RESERVED_ENV: Final = pod.POD_RESERVED_ENV | {"PORT", "METRICS_PORT", "MODEL_DIR"}
 """Set by the component (``<DEPENDENCY>_HOST``/``_PORT`` too); user env may not."""
 
 
@@ -149,19 +138,14 @@ class StatefulDependency:
 
 
 @dataclass(frozen=True)
-class InferenceServiceArgs:
-    """Inputs of an InferenceService. Defaults are the platform's seed values."""
+class InferenceServiceArgs(pod.WorkloadPodArgs):
+    """Inputs of an InferenceService: the pod fields of ``WorkloadPodArgs`` (a pod is a replica;
+    a queued service's pods go through Kueue's deployment integration) and the service's own.
+    Defaults are the platform's seed values."""
 
-    team: str
-    namespace: pulumi.Input[str]
-    """Pass ``TeamNamespace.namespace`` so every object waits for the namespace."""
-    name: str
-    """Deployment and Service name: a DNS-1035 label of at most 40 characters."""
-    image: str
-    resources: ComputeResources
-    """CPU and memory of one replica."""
-    command: Sequence[str] = ()
-    args: Sequence[str] = ()
+    KIND: ClassVar[str] = "InferenceService"
+    POD_NOUN: ClassVar[str] = "replica"
+
     port: int = 8080
     """Serving port (``PORT``); the Service exposes it as ``http``."""
     metrics_port: int = 9090
@@ -175,29 +159,12 @@ class InferenceServiceArgs:
     pdb_max_unavailable: int | None = 1
     pdb_min_available: int | None = None
     """Set instead of ``pdb_max_unavailable``; must stay below ``min_replicas``."""
-    gpus: int = 0
-    """Units of the pool's GPU resource per replica."""
-    scheduling: SchedulingContract | None = None
-    """The pool's contract; required with GPUs."""
-    priority_class: str | None = None
-    """None: no ``priorityClassName``; the cluster's global default class applies."""
-    queue_name: str | None = None
-    """Submit the Deployment's pods through this Kueue LocalQueue (Kueue's deployment
-    integration); None: only the namespace quota applies."""
     model_claim: str | None = None
     """PVC with the model files, mounted read-only at ``/models`` (``MODEL_DIR``)."""
-    shm_size: str | None = None
-    """``/dev/shm`` for tensor-parallel servers; None: none."""
-    tmp_size: str = "4Gi"
-    env: Mapping[str, str] = field(default_factory=dict)
-    log_level: str = "info"
-    env_config_map: str | None = TEAM_ENV_CONFIGMAP
-    service_account: str = TEAM_WORKLOAD_SERVICE_ACCOUNT
     allow_from_namespaces: Sequence[str] = ()
     """Namespaces (the ingress gateway's) whose pods may call the serving port."""
     monitoring_namespace: str = MONITORING_NAMESPACE
     """Namespace whose pods may scrape the metrics port."""
-    egress: EgressAllowance = field(default_factory=EgressAllowance)
     service_monitor: bool = False
     """Create a ServiceMonitor (needs the Prometheus operator's CRDs)."""
     scrape_interval: str = "30s"
@@ -208,17 +175,10 @@ class InferenceServiceArgs:
     """Dependencies keep their volumes when scaled down or deleted (prod)."""
     rollout_timeout: str = "20m"
     """How long ``pulumi up`` waits for a rollout (model loading included)."""
-    termination_grace_period_seconds: int = 60
-    run_as_user: int = 1000
-    run_as_group: int = 1000
-    fs_group: int = 1000
-    read_only_root_filesystem: bool = True
 
     def __post_init__(self) -> None:
-        check_name(self.name, "InferenceService name", MAX_NAME_LENGTH)
-        who = f"InferenceService {self.name}"
-        if self.gpus and self.scheduling is None:
-            raise ValueError(f"{who}: GPUs need a pool's SchedulingContract")
+        super().__post_init__()
+        who = self.who
         if self.max_surge < 1:
             raise ValueError(f"{who}: max_surge must be >= 1 (maxUnavailable is 0)")
         if (self.pdb_max_unavailable is None) == (self.pdb_min_available is None):
@@ -241,22 +201,19 @@ class InferenceServiceArgs:
         names = [d.name for d in self.dependencies]
         if len(set(names)) != len(names):
             raise ValueError(f"{who}: dependency names must be unique")
-        reserved = RESERVED_ENV | dependency_env(names)
-        check_env(self.env, reserved, who)
+
+    def reserved_env(self) -> frozenset[str]:
+        """The component's names and each dependency's ``<DEPENDENCY>_HOST``/``_PORT``."""
+        return RESERVED_ENV | dependency_env(d.name for d in self.dependencies)
 
     def dependency_service(self, dependency: StatefulDependency) -> str:
         return f"{self.name}-{dependency.name}"
 
 
 def server_env(args: InferenceServiceArgs) -> list[dict[str, Any]]:
-    values: dict[str, str] = {
-        "LOG_LEVEL": args.log_level,
-        **dict(args.env),
-        "PORT": str(args.port),
-        "METRICS_PORT": str(args.metrics_port),
-        "HOME": TMP_MOUNT_PATH,  # model and compiler caches, next to a read-only root
-        "TMPDIR": TMP_MOUNT_PATH,
-    }
+    values = pod.workload_env(
+        args, {"PORT": str(args.port), "METRICS_PORT": str(args.metrics_port)}
+    )
     if args.model_claim:
         values["MODEL_DIR"] = MODEL_MOUNT_PATH
     for dependency in args.dependencies:
@@ -292,46 +249,28 @@ def spread_constraints(selector: Mapping[str, str], node_spread: str) -> list[di
 def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
     selector = selector_labels(args.name, SERVER_COMPONENT)
     labels = workload_labels(args.team, args.name, SERVER_COMPONENT, WORKLOAD_TYPE_INFERENCE)
-    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": args.tmp_size}}]
-    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": TMP_MOUNT_PATH}]
+    pairs = [pod.tmp_volume(args.tmp_size)]
     if args.model_claim:
-        volumes.append(
-            {
-                "name": "model",
-                "persistentVolumeClaim": {"claimName": args.model_claim, "readOnly": True},
-            }
-        )
-        mounts.append({"name": "model", "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
+        pairs.append(pod.claim_volume("model", args.model_claim, MODEL_MOUNT_PATH, read_only=True))
     if args.shm_size:
-        volumes.append(
-            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": args.shm_size}}
-        )
-        mounts.append({"name": "dshm", "mountPath": SHM_MOUNT_PATH})
+        pairs.append(pod.shm_volume(args.shm_size))
+    volumes, mounts = pod.split_volumes(pairs)
     probes = args.probes
-    server: dict[str, Any] = {
-        "name": SERVER_CONTAINER,
-        "image": args.image,
-        "ports": [
+    server = pod.workload_container(
+        args,
+        SERVER_CONTAINER,
+        ports=[
             {"name": HTTP_PORT_NAME, "containerPort": args.port, "protocol": "TCP"},
             {"name": METRICS_PORT_NAME, "containerPort": args.metrics_port, "protocol": "TCP"},
         ],
-        "env": server_env(args),
-        "envFrom": (
-            [{"configMapRef": {"name": args.env_config_map}}] if args.env_config_map else []
-        ),
-        "resources": container_resources(args.resources, args.scheduling, args.gpus),
-        "readinessProbe": _http_probe(probes.readiness_path, probes.period_seconds, 3),
-        "livenessProbe": _http_probe(probes.liveness_path, probes.period_seconds * 2, 3),
-        "startupProbe": _http_probe(
-            probes.liveness_path, probes.period_seconds, probes.startup_failure_threshold
-        ),
-        "securityContext": container_security_context(args.read_only_root_filesystem),
-        "volumeMounts": mounts,
-    }
-    if args.command:
-        server["command"] = list(args.command)
-    if args.args:
-        server["args"] = list(args.args)
+        env=server_env(args),
+        mounts=mounts,
+    )
+    server["readinessProbe"] = _http_probe(probes.readiness_path, probes.period_seconds, 3)
+    server["livenessProbe"] = _http_probe(probes.liveness_path, probes.period_seconds * 2, 3)
+    server["startupProbe"] = _http_probe(
+        probes.liveness_path, probes.period_seconds, probes.startup_failure_threshold
+    )
     return {
         # No replicas: the HPA owns the count.
         "selector": {"matchLabels": selector},
@@ -343,18 +282,8 @@ def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": labels},
             "spec": {
-                "serviceAccountName": args.service_account,
-                "automountServiceAccountToken": False,
-                "enableServiceLinks": False,
-                **({"priorityClassName": args.priority_class} if args.priority_class else {}),
-                "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
-                "securityContext": pod_security_context(
-                    args.run_as_user, args.run_as_group, args.fs_group
-                ),
-                **placement(args.scheduling if args.gpus else None),
+                **pod.workload_pod_spec(args, [server], volumes),
                 "topologySpreadConstraints": spread_constraints(selector, args.node_spread),
-                "containers": [server],
-                "volumes": volumes,
             },
         },
     }
@@ -589,9 +518,7 @@ class InferenceService(pulumi.ComponentResource):
             spec=network_policy_spec(args),
             opts=child,
         )
-        deployment_labels = dict(labels)
-        if args.queue_name:
-            deployment_labels[KUEUE_QUEUE_LABEL] = args.queue_name
+        deployment_labels = pod.queued_labels(labels, args)
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=meta(args.name, deployment_labels),

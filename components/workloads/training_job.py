@@ -21,9 +21,9 @@ What it renders and why (docs/workloads.md has the long form):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -33,33 +33,21 @@ from ..constants import (
     JOB_COMPLETION_INDEX_ANNOTATION,
     JOB_COMPLETION_INDEX_ENV,
     KARPENTER_DO_NOT_DISRUPT_ANNOTATION,
-    KUEUE_QUEUE_LABEL,
     SKIP_AWAIT_ANNOTATION,
-    TEAM_ENV_CONFIGMAP,
-    TEAM_WORKLOAD_SERVICE_ACCOUNT,
     TORCHRUN_MASTER_PORT,
-    TRAINING_ENV_VAR,
     VOLUME_PURPOSE_LABEL,
     WORKLOAD_TYPE_EVALUATION,
     WORKLOAD_TYPE_TRAINING,
 )
 from ..scheduling_contract import SchedulingContract
+from . import workload_pod as pod
 from .common import (
     CHECKPOINT_MOUNT_PATH,
     DATASET_MOUNT_PATH,
     SHM_MOUNT_PATH,
-    TMP_MOUNT_PATH,
-    ComputeResources,
-    EgressAllowance,
-    check_env,
-    check_name,
     cidr_egress_rules,
-    container_resources,
-    container_security_context,
     dns_egress_rule,
     env_list,
-    placement,
-    pod_security_context,
     selector_labels,
     workload_labels,
 )
@@ -76,8 +64,6 @@ TRAINER_CONTAINER: Final = "trainer"
 PREFLIGHT_CONTAINER: Final = "preflight"
 TRAINER_COMPONENT: Final = "trainer"
 RENDEZVOUS_PORT_NAME: Final = "rendezvous"
-MAX_NAME_LENGTH: Final = 40
-"""Leaves room for ``-checkpoints``/``-preflight`` suffixes and ``<job>-<index>`` hostnames."""
 GPU_MISMATCH_EXIT_CODE: Final = EXIT_CODES["gpu"]
 
 TORCHRUN_ENV: Final = frozenset(
@@ -97,14 +83,7 @@ TORCHRUN_ENV: Final = frozenset(
     }
 )
 """What the component derives for torchrun (``PET_*`` are torchrun's own option variables)."""
-RESERVED_ENV: Final = TORCHRUN_ENV | {
-    "LOG_LEVEL",
-    "DATASET_DIR",
-    "CHECKPOINT_DIR",
-    "HOME",
-    "TMPDIR",
-    TRAINING_ENV_VAR,
-}
+RESERVED_ENV: Final = pod.POD_RESERVED_ENV | TORCHRUN_ENV | {"DATASET_DIR", "CHECKPOINT_DIR"}
 """Environment variables the component (or the team ConfigMap) sets; user env may not."""
 
 
@@ -150,49 +129,27 @@ class PreflightSpec:
 
 
 @dataclass(frozen=True)
-class TrainingJobArgs:
-    """Inputs of a TrainingJob. Defaults are the platform's seed values."""
+class TrainingJobArgs(pod.WorkloadPodArgs):
+    """Inputs of a TrainingJob: the pod fields of ``WorkloadPodArgs`` (a pod is a worker: its
+    ``gpus`` are torchrun's ``NPROC_PER_NODE``, the preflight gets its ``resources``) and the
+    job's own. Defaults are the platform's seed values."""
 
-    team: str
-    """Owning team: the team label on every object."""
-    namespace: pulumi.Input[str]
-    """Pass ``TeamNamespace.namespace`` so every object waits for the namespace."""
-    name: str
-    """Job name: a DNS-1035 label of at most 40 characters; prefixes every derived name."""
-    image: str
-    """Trainer image, pinned (tag or digest)."""
-    resources: ComputeResources
-    """CPU and memory of one worker (the preflight gets the same)."""
-    command: Sequence[str] = ()
-    args: Sequence[str] = ()
+    KIND: ClassVar[str] = "TrainingJob"
+    POD_NOUN: ClassVar[str] = "worker"
+
+    shm_size: str | None = "16Gi"
+    """``/dev/shm`` (memory-backed, counts against the memory limit): dataloaders and NCCL."""
+    tmp_size: str = "8Gi"
+    termination_grace_period_seconds: int = 120
+    """Time to write a last checkpoint after SIGTERM (preemption, drain)."""
     nodes: int = 1
     """Workers (pods), one per node: ``completions == parallelism == nodes``."""
-    gpus_per_node: int = 0
-    """Units of the pool's GPU resource per worker; torchrun's ``NPROC_PER_NODE``."""
-    scheduling: SchedulingContract | None = None
-    """The pool's contract: node selector, tolerations, GPU resource. Required with GPUs."""
     workload_type: str = WORKLOAD_TYPE_TRAINING
     """``training`` or ``evaluation``: the workload-type label."""
-    priority_class: str | None = None
-    """None: no ``priorityClassName``; the cluster's global default class applies."""
-    queue_name: str | None = None
-    """The team's Kueue LocalQueue: labels the Job and creates it suspended for Kueue to admit.
-    None: the Job starts at once (CPU-only jobs, teams without a queue)."""
     dataset_claim: str | None = None
     """PVC mounted read-only at ``/datasets``."""
     checkpoints: CheckpointVolume | None = None
     """Mounted at ``/checkpoints``; the job writes to ``/checkpoints/<job>``."""
-    shm_size: str = "16Gi"
-    """``/dev/shm`` (memory-backed, counts against the memory limit): dataloaders and NCCL."""
-    tmp_size: str = "8Gi"
-    """The writable ``/tmp`` next to the read-only root filesystem."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Extra environment; names the component sets (``RESERVED_ENV``) are rejected."""
-    log_level: str = "info"
-    """``LOG_LEVEL``."""
-    env_config_map: str | None = TEAM_ENV_CONFIGMAP
-    """ConfigMap loaded with ``envFrom`` (the team's); None for none."""
-    service_account: str = TEAM_WORKLOAD_SERVICE_ACCOUNT
     master_port: int = TORCHRUN_MASTER_PORT
     """Rendezvous port on worker 0."""
     backoff_limit: int = 3
@@ -204,16 +161,8 @@ class TrainingJobArgs:
     non_retryable_exit_codes: Sequence[int] = ()
     """Trainer exit codes that mean "a rerun fails the same way": FailJob at once."""
     preflight: PreflightSpec = field(default_factory=PreflightSpec)
-    egress: EgressAllowance = field(default_factory=EgressAllowance)
-    """External ranges (object storage) the workers may reach; nothing else leaves the cluster."""
     do_not_disrupt: bool = True
     """``karpenter.sh/do-not-disrupt``: Karpenter never voluntarily takes a worker's node."""
-    termination_grace_period_seconds: int = 120
-    """Time to write a last checkpoint after SIGTERM (preemption, drain)."""
-    run_as_user: int = 1000
-    run_as_group: int = 1000
-    fs_group: int = 1000
-    """Group that owns the checkpoint volume's files."""
     depends_on: Sequence[pulumi.Resource] = ()
     """What the job's objects wait for (the team's queue, the claims it mounts), given here
     rather than as the component's ``depends_on``: the engine counts a parent's dependencies as
@@ -225,33 +174,29 @@ class TrainingJobArgs:
     """The namespace for a checkpoint claim the job creates, as ``TeamNamespace.namespace``
     (its Output): the claim then depends on its namespace and nothing else. None: ``namespace``,
     and the claim waits for ``depends_on`` like the job's other objects."""
-    read_only_root_filesystem: bool = True
 
     def __post_init__(self) -> None:
-        check_name(self.name, "TrainingJob name", MAX_NAME_LENGTH)
+        super().__post_init__()
         if self.nodes < 1:
-            raise ValueError(f"TrainingJob {self.name}: nodes must be >= 1, got {self.nodes}")
-        if self.gpus_per_node < 0:
-            raise ValueError(f"TrainingJob {self.name}: gpus_per_node must be >= 0")
-        if self.gpus_per_node and self.scheduling is None:
-            raise ValueError(f"TrainingJob {self.name}: GPUs need a pool's SchedulingContract")
-        if self.scheduling and self.gpus_per_node > self.scheduling.resources_per_node:
-            raise ValueError(
-                f"TrainingJob {self.name}: {self.gpus_per_node} {self.scheduling.gpu_resource} "
-                f"per worker, but a node of pool {self.scheduling.pool} has "
-                f"{self.scheduling.resources_per_node}"
-            )
+            raise ValueError(f"{self.who}: nodes must be >= 1, got {self.nodes}")
         if self.workload_type not in (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION):
-            raise ValueError(f"TrainingJob {self.name}: workload_type {self.workload_type!r}")
+            raise ValueError(f"{self.who}: workload_type {self.workload_type!r}")
         for code in self.non_retryable_exit_codes:
             if not 1 <= code <= 255:
-                raise ValueError(f"TrainingJob {self.name}: exit code {code} is not in 1..255")
-        check_env(self.env, RESERVED_ENV, f"TrainingJob {self.name}")
+                raise ValueError(f"{self.who}: exit code {code} is not in 1..255")
+
+    def reserved_env(self) -> frozenset[str]:
+        return RESERVED_ENV
+
+    @property
+    def placement_contract(self) -> SchedulingContract | None:
+        """A job given a pool's contract runs on that pool, GPUs or not."""
+        return self.scheduling
 
     @property
     def nproc_per_node(self) -> int:
         """Processes per worker: one per GPU, one for CPU-only jobs."""
-        return self.gpus_per_node or 1
+        return self.gpus or 1
 
     @property
     def service_name(self) -> str | None:
@@ -307,17 +252,13 @@ def torchrun_env(args: TrainingJobArgs) -> list[dict[str, Any]]:
 
 
 def trainer_env(args: TrainingJobArgs) -> list[dict[str, Any]]:
-    """``LOG_LEVEL``, the user's environment, data locations, then the torchrun variables."""
-    values: dict[str, str] = {"LOG_LEVEL": args.log_level, **dict(args.env)}
+    """The workload environment with the data locations, then the torchrun variables."""
+    data: dict[str, str] = {}
     if args.dataset_claim:
-        values["DATASET_DIR"] = DATASET_MOUNT_PATH
+        data["DATASET_DIR"] = DATASET_MOUNT_PATH
     if args.checkpoints is not None:
-        values["CHECKPOINT_DIR"] = args.checkpoint_dir
-    # Caches (Triton, torch.compile, Hugging Face) live under $HOME: point it at the writable
-    # /tmp, next to the read-only root filesystem and whatever user the image expects.
-    values["HOME"] = TMP_MOUNT_PATH
-    values["TMPDIR"] = TMP_MOUNT_PATH
-    return [*env_list(values), *torchrun_env(args)]
+        data["CHECKPOINT_DIR"] = args.checkpoint_dir
+    return [*env_list(pod.workload_env(args, data)), *torchrun_env(args)]
 
 
 def preflight_command(args: TrainingJobArgs) -> list[str]:
@@ -332,7 +273,7 @@ def preflight_command(args: TrainingJobArgs) -> list[str]:
         "--min-cpus",
         args.resources.cpu,
         "--expect-gpus",
-        str(args.gpus_per_node),
+        str(args.gpus),
     ]
     if args.dataset_claim:
         command += [
@@ -392,65 +333,36 @@ def pod_failure_policy(args: TrainingJobArgs) -> dict[str, Any]:
 
 def _volumes(args: TrainingJobArgs) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pod volumes and the mounts the trainer and the preflight share."""
-    volumes: list[dict[str, Any]] = [
-        {"name": "tmp", "emptyDir": {"sizeLimit": args.tmp_size}},
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": args.shm_size}},
-    ]
-    mounts: list[dict[str, Any]] = [
-        {"name": "tmp", "mountPath": TMP_MOUNT_PATH},
-        {"name": "dshm", "mountPath": SHM_MOUNT_PATH},
-    ]
+    pairs = [pod.tmp_volume(args.tmp_size)]
+    if args.shm_size:
+        pairs.append(pod.shm_volume(args.shm_size))
     if args.dataset_claim:
-        volumes.append(
-            {
-                "name": "dataset",
-                "persistentVolumeClaim": {"claimName": args.dataset_claim, "readOnly": True},
-            }
+        pairs.append(
+            pod.claim_volume("dataset", args.dataset_claim, DATASET_MOUNT_PATH, read_only=True)
         )
-        mounts.append({"name": "dataset", "mountPath": DATASET_MOUNT_PATH, "readOnly": True})
     if args.checkpoint_claim:
-        volumes.append(
-            {"name": "checkpoints", "persistentVolumeClaim": {"claimName": args.checkpoint_claim}}
+        pairs.append(
+            pod.claim_volume(
+                "checkpoints", args.checkpoint_claim, CHECKPOINT_MOUNT_PATH, read_only=False
+            )
         )
-        mounts.append({"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH})
-    return volumes, mounts
+    return pod.split_volumes(pairs)
 
 
 def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
     """The Job's ``spec``: Indexed, bounded, failure-policy'd, suspended when queued."""
     pod_labels = workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
-    resources = container_resources(args.resources, args.scheduling, args.gpus_per_node)
-    security = container_security_context(args.read_only_root_filesystem)
     volumes, mounts = _volumes(args)
-    env_from = [{"configMapRef": {"name": args.env_config_map}}] if args.env_config_map else []
-    trainer: dict[str, Any] = {
-        "name": TRAINER_CONTAINER,
-        "image": args.image,
-        "env": trainer_env(args),
-        "envFrom": env_from,
-        "ports": [
+    trainer = pod.workload_container(
+        args,
+        TRAINER_CONTAINER,
+        ports=[
             {"name": RENDEZVOUS_PORT_NAME, "containerPort": args.master_port, "protocol": "TCP"}
         ],
-        "resources": resources,
-        "securityContext": security,
-        "volumeMounts": mounts,
-    }
-    if args.command:
-        trainer["command"] = list(args.command)
-    if args.args:
-        trainer["args"] = list(args.args)
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "serviceAccountName": args.service_account,
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        **({"priorityClassName": args.priority_class} if args.priority_class else {}),
-        "terminationGracePeriodSeconds": args.termination_grace_period_seconds,
-        "securityContext": pod_security_context(args.run_as_user, args.run_as_group, args.fs_group),
-        **placement(args.scheduling),
-        "containers": [trainer],
-        "volumes": volumes,
-    }
+        env=trainer_env(args),
+        mounts=mounts,
+    )
+    pod_spec = {"restartPolicy": "Never", **pod.workload_pod_spec(args, [trainer], volumes)}
     if args.service_name:
         pod_spec["subdomain"] = args.service_name
     if args.preflight_config_map:
@@ -460,8 +372,8 @@ def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
                 "image": args.preflight.image or args.image,
                 "command": preflight_command(args),
                 "env": env_list({"PYTHONDONTWRITEBYTECODE": "1"}),
-                "resources": resources,
-                "securityContext": security,
+                "resources": trainer["resources"],
+                "securityContext": trainer["securityContext"],
                 "volumeMounts": [
                     *(m for m in mounts if m["mountPath"] != SHM_MOUNT_PATH),
                     {"name": "preflight", "mountPath": CONTAINER_SCRIPT_DIR, "readOnly": True},
@@ -608,9 +520,7 @@ class TrainingJob(pulumi.ComponentResource):
                 opts=child,
             )
         )
-        job_labels = dict(labels)
-        if args.queue_name:
-            job_labels[KUEUE_QUEUE_LABEL] = args.queue_name
+        job_labels = pod.queued_labels(labels, args)
         k8s.batch.v1.Job(
             f"{name}-job",
             metadata={

@@ -254,7 +254,7 @@ def deploy(target: Target, opts: pulumi.ResourceOptions) -> Deployed:
             args=("/workspace/sft.py", "--epochs", "3"),
             resources=ComputeResources(cpu="32", memory="256Gi"),
             nodes=2,
-            gpus_per_node=contract.resources_per_node,  # whole nodes
+            gpus=contract.resources_per_node,  # per worker: whole nodes
             scheduling=contract,
             priority_class="high",
             queue_name=target.local_queue,

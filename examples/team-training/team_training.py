@@ -71,7 +71,7 @@ detector = TrainingJob(
         args=("/workspace/train_detector.py", "--epochs", "40"),
         resources=ComputeResources(cpu="64", memory="512Gi"),
         nodes=2,
-        gpus_per_node=8,
+        gpus=8,  # per worker
         scheduling=h100,
         priority_class="high",
         queue_name=TEAM_LOCAL_QUEUE_NAME,

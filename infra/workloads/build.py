@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -90,6 +91,32 @@ def _queue_name(workload: WorkloadConfig, owner: Tenant) -> str | None:
     return owner.queue.local_queue_name
 
 
+def pod_fields(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+) -> dict[str, Any]:
+    """The ``WorkloadPodArgs`` fields of any workload kind, from its config; a kind's args
+    add only their own (``TrainingJobArgs(**pod_fields(...), nodes=...)``)."""
+    return {
+        "team": workload.team,
+        "namespace": owner.config.namespace_name,  # the name: see Tenant
+        "name": workload.name,
+        "image": _image(workload.image, config),
+        "resources": _compute(workload.resources),
+        "command": tuple(workload.command),
+        "args": tuple(workload.args),
+        "gpus": workload.gpus.count if workload.gpus else 0,
+        "scheduling": contract,
+        "priority_class": _priority_class(workload, config),
+        "queue_name": _queue_name(workload, owner),
+        "env": dict(workload.env),
+        "log_level": workload.log_level,
+        "egress": _egress(workload.egress),
+    }
+
+
 def training_job_args(
     workload: WorkloadConfig,
     owner: Tenant,
@@ -101,19 +128,9 @@ def training_job_args(
     checkpoints = settings.checkpoints
     preflight = settings.preflight
     return TrainingJobArgs(
-        team=workload.team,
-        namespace=owner.config.namespace_name,  # the name: see Tenant
-        name=workload.name,
-        image=_image(workload.image, config),
-        resources=_compute(workload.resources),
-        command=tuple(workload.command),
-        args=tuple(workload.args),
+        **pod_fields(workload, owner, contract, config),
         nodes=settings.nodes,
-        gpus_per_node=workload.gpus.count if workload.gpus else 0,
-        scheduling=contract,
         workload_type=settings.workload_type,
-        priority_class=_priority_class(workload, config),
-        queue_name=_queue_name(workload, owner),
         dataset_claim=settings.dataset,
         checkpoints=None
         if checkpoints is None
@@ -125,8 +142,6 @@ def training_job_args(
             protect=config.cluster.protects_data,
         ),
         shm_size=settings.shm_size,
-        env=dict(workload.env),
-        log_level=workload.log_level,
         master_port=settings.master_port,
         backoff_limit=settings.backoff_limit,
         active_deadline_seconds=settings.active_deadline_seconds,
@@ -139,7 +154,6 @@ def training_job_args(
             checkpoint_min_free=preflight.checkpoint_min_free,
             fail_job_on_gpu_mismatch=preflight.fail_job_on_gpu_mismatch,
         ),
-        egress=_egress(workload.egress),
         depends_on=tuple(after),
         # Its Output: a claim the job creates waits for the namespace (and nothing else).
         claim_namespace=owner.namespace.namespace,
@@ -155,13 +169,7 @@ def inference_service_args(
     settings = workload.inference_settings
     metric = settings.custom_metric
     return InferenceServiceArgs(
-        team=workload.team,
-        namespace=owner.config.namespace_name,  # the name: see Tenant
-        name=workload.name,
-        image=_image(workload.image, config),
-        resources=_compute(workload.resources),
-        command=tuple(workload.command),
-        args=tuple(workload.args),
+        **pod_fields(workload, owner, contract, config),
         port=settings.port,
         metrics_port=settings.metrics_port,
         metrics_path=settings.metrics_path,
@@ -181,16 +189,9 @@ def inference_service_args(
         max_surge=settings.max_surge,
         pdb_max_unavailable=settings.pdb_max_unavailable,
         pdb_min_available=settings.pdb_min_available,
-        gpus=workload.gpus.count if workload.gpus else 0,
-        scheduling=contract,
-        priority_class=_priority_class(workload, config),
-        queue_name=_queue_name(workload, owner),
         model_claim=settings.model,
         shm_size=settings.shm_size,
-        env=dict(workload.env),
-        log_level=workload.log_level,
         allow_from_namespaces=tuple(settings.allow_from_namespaces),
-        egress=_egress(workload.egress),
         service_monitor=settings.service_monitor,
         node_spread=settings.node_spread,
         dependencies=tuple(

@@ -15,7 +15,8 @@ from pydantic import AfterValidator, Field
 
 from components.constants import TORCHRUN_MASTER_PORT
 from components.predicates import is_dns1035_label
-from components.workloads.inference_service import MAX_DEPENDENCY_NAME_LENGTH, MAX_NAME_LENGTH
+from components.workloads.inference_service import MAX_DEPENDENCY_NAME_LENGTH
+from components.workloads.workload_pod import MAX_NAME_LENGTH
 
 from ..config.base import ConfigModel, DnsLabel
 from ..config.quantity import Quantity

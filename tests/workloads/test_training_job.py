@@ -52,7 +52,7 @@ def job_args(**overrides: Any) -> TrainingJobArgs:
         "command": ("torchrun",),
         "args": ("train.py",),
         "nodes": 2,
-        "gpus_per_node": 8,
+        "gpus": 8,
         "scheduling": h100(),
         "priority_class": "high",
         "queue_name": "gpu-queue",
@@ -80,7 +80,7 @@ def single_cpu():
         job_args(
             name="tokenize",
             nodes=1,
-            gpus_per_node=0,
+            gpus=0,
             scheduling=None,
             queue_name=None,
             checkpoints=None,
@@ -152,7 +152,7 @@ def test_without_a_priority_class_the_clusters_default_applies():
 
 
 def test_mig_slices_use_the_contracts_resource_and_every_taint():
-    run = rendered(job_args(nodes=1, gpus_per_node=1, scheduling=mig_slices()))
+    run = rendered(job_args(nodes=1, gpus=1, scheduling=mig_slices()))
     job = only(run, "Job")
     resources = container(job, "trainer")["resources"]
     assert resources["limits"] == {
@@ -462,7 +462,7 @@ def test_children_are_parented_and_named_after_the_component(multi_node):
         ({"name": "x" * 41}, "at most 40 characters"),
         ({"nodes": 0}, "nodes must be >= 1"),
         ({"scheduling": None}, "GPUs need a pool's SchedulingContract"),
-        ({"gpus_per_node": 9}, "9 nvidia.com/gpu per worker, but a node of pool h100-training"),
+        ({"gpus": 9}, "9 nvidia.com/gpu per worker, but a node of pool h100-training"),
         ({"non_retryable_exit_codes": (0,)}, "exit code 0 is not in 1..255"),
     ],
 )

@@ -947,7 +947,7 @@ class Day2Kueue:
             command=("torchrun",),
             args=("/workspace/train.py",),
             nodes=job.demand.workers,
-            gpus_per_node=job.demand.worker.gpus,
+            gpus=job.demand.worker.gpus,
             scheduling=contract if job.demand.worker.gpus else None,
             priority_class=job.priority,
             queue_name=job.queue,
