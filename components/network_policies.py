@@ -1,5 +1,6 @@
 """NetworkPolicies of the platform's own namespaces: the pieces every one of them shares, and the
-policies of the Kueue and GPU operator namespaces (monitoring's are in ``monitoring/network.py``).
+policies of the Kueue and GPU operator namespaces (monitoring's are in ``monitoring/network.py``),
+written in the vocabulary of ``network_rules``.
 
 Every platform namespace starts from default-deny in both directions plus DNS, then opens what
 its components need by name: the API server (its addresses, as NetworkPolicies cannot select
@@ -8,20 +9,14 @@ it), Prometheus (by namespace and the component label our chart values give its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .constants import (
-    DNS_PORT,
-    KUBE_DNS_LABEL,
-    KUBE_DNS_LABEL_VALUE,
-    KUBE_SYSTEM_NAMESPACE,
-    NAMESPACE_NAME_LABEL,
-)
+from .constants import ALLOW_DNS_POLICY_NAME, DEFAULT_DENY_POLICY_NAME
 from .labels import platform_labels
 from .monitoring.constants import (
     API_SERVER_PORTS,
@@ -32,9 +27,8 @@ from .monitoring.constants import (
     KUEUE_POD_LABELS,
     MONITORING_COMPONENT_LABEL,
 )
+from .network_rules import allow_dns, cidr_peers, default_deny, pod_selector, pods_peer, ports
 
-DEFAULT_DENY = "default-deny-all"
-ALLOW_DNS = "allow-dns-egress"
 ALLOW_API_SERVER = "allow-apiserver-egress"
 KUEUE_WEBHOOK_PORT = 9443
 KUEUE_VISIBILITY_PORT = 8082
@@ -61,57 +55,20 @@ class SystemNetwork:
     """Where Prometheus runs; None: no monitoring, nothing scrapes."""
 
 
-def namespace_selector(name: str) -> dict[str, Any]:
-    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
-
-
-def ports(numbers: Iterable[int | str], protocol: str = "TCP") -> list[dict[str, Any]]:
-    return [{"protocol": protocol, "port": port} for port in numbers]
-
-
-def cidrs(blocks: Sequence[str]) -> list[dict[str, Any]]:
-    return [{"ipBlock": {"cidr": cidr}} for cidr in blocks]
-
-
 def prometheus_peer(namespace: str) -> dict[str, Any]:
-    return {
-        "namespaceSelector": namespace_selector(namespace),
-        "podSelector": {"matchLabels": {MONITORING_COMPONENT_LABEL: COMPONENT_PROMETHEUS}},
-    }
+    return pods_peer({MONITORING_COMPONENT_LABEL: COMPONENT_PROMETHEUS}, namespace)
 
 
 def baseline(namespace: str) -> list[PolicySpec]:
     """Default deny both ways, and DNS to kube-dns, for every pod of the namespace."""
     return [
-        PolicySpec(
-            DEFAULT_DENY, namespace, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
-        ),
-        PolicySpec(
-            ALLOW_DNS,
-            namespace,
-            {
-                "podSelector": {},
-                "policyTypes": ["Egress"],
-                "egress": [
-                    {
-                        "to": [
-                            {
-                                "namespaceSelector": namespace_selector(KUBE_SYSTEM_NAMESPACE),
-                                "podSelector": {
-                                    "matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}
-                                },
-                            }
-                        ],
-                        "ports": ports([DNS_PORT], "UDP") + ports([DNS_PORT]),
-                    }
-                ],
-            },
-        ),
+        PolicySpec(DEFAULT_DENY_POLICY_NAME, namespace, default_deny()),
+        PolicySpec(ALLOW_DNS_POLICY_NAME, namespace, allow_dns()),
     ]
 
 
 def api_server_egress(api_server_cidrs: Sequence[str]) -> dict[str, Any]:
-    return {"to": cidrs(api_server_cidrs), "ports": ports(API_SERVER_PORTS)}
+    return {"to": cidr_peers(api_server_cidrs), "ports": ports(API_SERVER_PORTS)}
 
 
 def controller_namespace(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
@@ -122,7 +79,7 @@ def controller_namespace(namespace: str, network: SystemNetwork) -> list[PolicyS
             ALLOW_API_SERVER,
             namespace,
             {
-                "podSelector": {},
+                "podSelector": pod_selector(),
                 "policyTypes": ["Egress"],
                 "egress": [api_server_egress(network.api_server_cidrs)],
             },
@@ -135,7 +92,7 @@ def kueue_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
     scrapes from Prometheus; nothing else reaches it."""
     ingress: list[dict[str, Any]] = [
         {
-            "from": cidrs(network.api_server_cidrs),
+            "from": cidr_peers(network.api_server_cidrs),
             "ports": ports([KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT]),
         }
     ]
@@ -152,7 +109,7 @@ def kueue_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
             "kueue-controller",
             namespace,
             {
-                "podSelector": {"matchLabels": dict(KUEUE_POD_LABELS)},
+                "podSelector": pod_selector(KUEUE_POD_LABELS),
                 "policyTypes": ["Ingress"],
                 "ingress": ingress,
             },
@@ -172,7 +129,7 @@ def gpu_operator_policies(
                 "dcgm-exporter",
                 namespace,
                 {
-                    "podSelector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
+                    "podSelector": pod_selector(DCGM_EXPORTER_SERVICE_LABELS),
                     "policyTypes": ["Ingress"],
                     "ingress": [
                         {

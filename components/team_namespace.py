@@ -14,13 +14,8 @@ from .constants import (
     DEFAULT_CONTAINER_LIMITS,
     DEFAULT_CONTAINER_REQUESTS,
     DEFAULT_DENY_POLICY_NAME,
-    DNS_PORT,
     GPU_QUOTA_KEY,
-    KUBE_DNS_LABEL,
-    KUBE_DNS_LABEL_VALUE,
-    KUBE_SYSTEM_NAMESPACE,
     MIG_RESOURCE_PREFIX,
-    NAMESPACE_NAME_LABEL,
     PSA_AUDIT_LABEL,
     PSA_ENFORCE_LABEL,
     PSA_ENFORCE_VERSION_LABEL,
@@ -37,6 +32,7 @@ from .constants import (
 )
 from .guardrails import PRIORITY_QUOTA_NAME, TenantLimits, priority_quota_spec
 from .labels import team_labels
+from .network_rules import allow_dns, default_deny
 
 # What a team admin may manage. Quotas, limit ranges, network policies and RBAC are absent on
 # purpose: a tenant must not be able to lift its own limits or isolation.
@@ -257,34 +253,13 @@ class TeamNamespace(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-default-deny",
             metadata=meta(DEFAULT_DENY_POLICY_NAME),
-            spec={"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+            spec=default_deny(),
             opts=inner,
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-allow-dns",
             metadata=meta(ALLOW_DNS_POLICY_NAME),
-            spec={
-                "podSelector": {},
-                "policyTypes": ["Egress"],
-                "egress": [
-                    {
-                        "to": [
-                            {
-                                "namespaceSelector": {
-                                    "matchLabels": {NAMESPACE_NAME_LABEL: KUBE_SYSTEM_NAMESPACE}
-                                },
-                                "podSelector": {
-                                    "matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}
-                                },
-                            }
-                        ],
-                        "ports": [
-                            {"protocol": "UDP", "port": DNS_PORT},
-                            {"protocol": "TCP", "port": DNS_PORT},
-                        ],
-                    }
-                ],
-            },
+            spec=allow_dns(),
             opts=inner,
         )
 

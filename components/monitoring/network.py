@@ -27,20 +27,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.constants import (
-    KUBE_DNS_LABEL,
-    KUBE_DNS_LABEL_VALUE,
-    KUBE_SYSTEM_NAMESPACE,
-    NAMESPACE_NAME_LABEL,
-    TEAM_LABEL,
-)
-from components.network_policies import (
-    ALLOW_API_SERVER,
-    PolicySpec,
-    api_server_egress,
-    baseline,
-    cidrs,
-    namespace_selector,
+from components.constants import TEAM_LABEL
+from components.network_policies import ALLOW_API_SERVER, PolicySpec, api_server_egress, baseline
+from components.network_rules import (
+    cidr_peers,
+    kube_dns_peer,
+    labelled_namespaces_peer,
+    namespaces_peer,
+    pod_selector,
+    pods_peer,
     ports,
 )
 
@@ -82,15 +77,12 @@ from .values import object_storage_port
 
 
 def _pods(component: str) -> dict[str, Any]:
-    return {"matchLabels": {MONITORING_COMPONENT_LABEL: component}}
+    return pod_selector({MONITORING_COMPONENT_LABEL: component})
 
 
 def _peer(component: str, namespace: str | None = None) -> dict[str, Any]:
     """Pods of a component; in another namespace when ``namespace`` is given."""
-    peer: dict[str, Any] = {"podSelector": _pods(component)}
-    if namespace is not None:
-        peer["namespaceSelector"] = namespace_selector(namespace)
-    return peer
+    return pods_peer({MONITORING_COMPONENT_LABEL: component}, namespace)
 
 
 def _api_server(args: MonitoringStackArgs) -> dict[str, Any]:
@@ -110,28 +102,17 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
     targets: list[dict[str, Any]] = [
         {
             # Team workloads: any pod of a namespace carrying the team label.
-            "to": [
-                {
-                    "namespaceSelector": {
-                        "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
-                    }
-                }
-            ],
+            "to": [labelled_namespaces_peer(TEAM_LABEL)],
             "ports": ports([INFERENCE_METRICS_PORT_NAME, *network.team_metrics_ports]),
         },
         {
-            "to": [
-                {
-                    "namespaceSelector": namespace_selector(KUBE_SYSTEM_NAMESPACE),
-                    "podSelector": {"matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}},
-                }
-            ],
+            "to": [kube_dns_peer()],
             "ports": ports([COREDNS_METRICS_PORT]),
         },
         {
             # This namespace's own targets: exporters, Alertmanager, Grafana, the operator and
             # the Prometheus replicas themselves (and their config reloaders).
-            "to": [{"podSelector": {}}],
+            "to": [pods_peer()],
             "ports": ports(
                 sorted(
                     {
@@ -149,31 +130,21 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
         },
         {
             # kubelet/cAdvisor and the hostNetwork node-exporter are node addresses.
-            "to": cidrs(network.node_cidrs),
+            "to": cidr_peers(network.node_cidrs),
             "ports": ports([KUBELET_PORT, NODE_EXPORTER_PORT]),
         },
     ]
     if scrape.dcgm:
         targets.append(
             {
-                "to": [
-                    {
-                        "namespaceSelector": namespace_selector(scrape.dcgm_namespace),
-                        "podSelector": {"matchLabels": dict(DCGM_EXPORTER_SERVICE_LABELS)},
-                    }
-                ],
+                "to": [pods_peer(DCGM_EXPORTER_SERVICE_LABELS, scrape.dcgm_namespace)],
                 "ports": ports([DCGM_EXPORTER_PORT]),
             }
         )
     if scrape.kueue:
         targets.append(
             {
-                "to": [
-                    {
-                        "namespaceSelector": namespace_selector(scrape.kueue_namespace),
-                        "podSelector": {"matchLabels": dict(KUEUE_POD_LABELS)},
-                    }
-                ],
+                "to": [pods_peer(KUEUE_POD_LABELS, scrape.kueue_namespace)],
                 "ports": ports([KUEUE_METRICS_PORT]),
             }
         )
@@ -186,7 +157,7 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
     if args.alertmanager.receivers:
         alertmanager_rules.append(
             {
-                "to": cidrs(args.alertmanager.egress_cidrs),
+                "to": cidr_peers(args.alertmanager.egress_cidrs),
                 "ports": ports(args.alertmanager.egress_ports),
             }
         )
@@ -196,19 +167,7 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
     if args.grafana.access_from_namespaces:
         access.append(
             {
-                "from": [
-                    {
-                        "namespaceSelector": {
-                            "matchExpressions": [
-                                {
-                                    "key": NAMESPACE_NAME_LABEL,
-                                    "operator": "In",
-                                    "values": list(args.grafana.access_from_namespaces),
-                                }
-                            ]
-                        }
-                    }
-                ],
+                "from": [namespaces_peer(args.grafana.access_from_namespaces)],
                 "ports": ports([GRAFANA_PORT]),
             }
         )
@@ -217,7 +176,11 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
         PolicySpec(
             ALLOW_API_SERVER,
             ns,
-            {"podSelector": {}, "policyTypes": ["Egress"], "egress": [_api_server(args)]},
+            {
+                "podSelector": pod_selector(),
+                "policyTypes": ["Egress"],
+                "egress": [_api_server(args)],
+            },
         ),
         PolicySpec(
             "prometheus",
@@ -298,7 +261,7 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "policyTypes": ["Ingress"],
                 "ingress": [
                     # The API server calls the operator's admission webhook.
-                    {"from": cidrs(network.api_server_cidrs), "ports": ports([OPERATOR_PORT])},
+                    {"from": cidr_peers(network.api_server_cidrs), "ports": ports([OPERATOR_PORT])},
                     {"from": [prometheus], "ports": ports([OPERATOR_PORT])},
                 ],
             },
@@ -320,7 +283,7 @@ def logging_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
     if args.loki.mode == "scalable" and storage is not None:
         loki_egress.append(
             {
-                "to": cidrs(args.network.object_storage_cidrs),
+                "to": cidr_peers(args.network.object_storage_cidrs),
                 "ports": ports([object_storage_port(storage.endpoint)]),
             }
         )

@@ -1,12 +1,13 @@
-"""Building blocks TrainingJob and InferenceService share: resources, labels, security, network.
+"""Building blocks every workload kind shares: resources, labels, security, egress.
 
-Why one module: both components must agree on what "restricted", "a team's pod" and "DNS egress"
-mean, and so must the policy pack and the tests that read their manifests.
+Why one module: the kinds must agree on what "restricted", "a team's pod" and "external egress"
+mean, and so must the policy pack and the tests that read their manifests (DNS egress and the
+other NetworkPolicy pieces are ``components.network_rules``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,14 +16,10 @@ from ..constants import (
     APP_INSTANCE_LABEL,
     APP_NAME_LABEL,
     CLUSTER_DOMAIN,
-    DNS_PORT,
-    KUBE_DNS_LABEL,
-    KUBE_DNS_LABEL_VALUE,
-    KUBE_SYSTEM_NAMESPACE,
-    NAMESPACE_NAME_LABEL,
     WORKLOAD_TYPE_LABEL,
 )
 from ..labels import team_labels
+from ..network_rules import cidr_peers, ports
 from ..predicates import is_dns1035_label, is_env_name, opens_everything
 from ..scheduling_contract import SchedulingContract
 
@@ -160,43 +157,11 @@ def placement(contract: SchedulingContract | None) -> dict[str, Any]:
     return {"nodeSelector": dict(contract.node_selector), "tolerations": contract.tolerations}
 
 
-def dns_egress_rule() -> dict[str, Any]:
-    """Egress to the cluster DNS pods only (UDP and TCP 53)."""
-    return {
-        "to": [
-            {
-                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: KUBE_SYSTEM_NAMESPACE}},
-                "podSelector": {"matchLabels": {KUBE_DNS_LABEL: KUBE_DNS_LABEL_VALUE}},
-            }
-        ],
-        "ports": [
-            {"protocol": "UDP", "port": DNS_PORT},
-            {"protocol": "TCP", "port": DNS_PORT},
-        ],
-    }
-
-
 def cidr_egress_rules(egress: EgressAllowance) -> list[dict[str, Any]]:
     """One rule for the configured external ranges on the configured ports; none if no range."""
     if not egress.cidrs:
         return []
-    return [
-        {
-            "to": [{"ipBlock": {"cidr": cidr}} for cidr in egress.cidrs],
-            "ports": [{"protocol": "TCP", "port": port} for port in egress.ports],
-        }
-    ]
-
-
-def namespaces_peer(namespaces: Sequence[str]) -> dict[str, Any]:
-    """A peer matching every pod of the named namespaces."""
-    return {
-        "namespaceSelector": {
-            "matchExpressions": [
-                {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}
-            ]
-        }
-    }
+    return [{"to": cidr_peers(egress.cidrs), "ports": ports(egress.ports)}]
 
 
 def env_list(values: Mapping[str, str]) -> list[dict[str, Any]]:

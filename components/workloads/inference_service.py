@@ -31,6 +31,7 @@ from ..constants import (
     WORKLOAD_TYPE_INFERENCE,
     ZONE_LABEL,
 )
+from ..network_rules import dns_egress, namespaces_peer, pods_peer, tcp
 from ..predicates import dependency_env, env_var_prefix, inference_conflicts
 from . import workload_pod as pod
 from .common import (
@@ -41,9 +42,7 @@ from .common import (
     cidr_egress_rules,
     container_resources,
     container_security_context,
-    dns_egress_rule,
     env_list,
-    namespaces_peer,
     pod_security_context,
     selector_labels,
     workload_labels,
@@ -326,25 +325,21 @@ def hpa_spec(args: InferenceServiceArgs) -> dict[str, Any]:
     }
 
 
-def _port(port: int) -> dict[str, Any]:
-    return {"protocol": "TCP", "port": port}
-
-
 def network_policy_spec(args: InferenceServiceArgs) -> dict[str, Any]:
     """Serving port from the gateway namespaces and the app itself; metrics port from
     monitoring; egress to DNS, the app's own serving port, the dependencies and the configured
     external ranges only."""
-    own = {"podSelector": {"matchLabels": selector_labels(args.name, SERVER_COMPONENT)}}
+    own = pods_peer(selector_labels(args.name, SERVER_COMPONENT))
     callers: list[dict[str, Any]] = [own]
     if args.allow_from_namespaces:
         callers.insert(0, namespaces_peer(args.allow_from_namespaces))
-    egress: list[dict[str, Any]] = [dns_egress_rule(), {"to": [own], "ports": [_port(args.port)]}]
+    egress: list[dict[str, Any]] = [dns_egress(), {"to": [own], "ports": [tcp(args.port)]}]
     for dependency in args.dependencies:
         dep_selector = selector_labels(args.dependency_service(dependency), dependency.name)
         egress.append(
             {
-                "to": [{"podSelector": {"matchLabels": dep_selector}}],
-                "ports": [_port(dependency.port)],
+                "to": [pods_peer(dep_selector)],
+                "ports": [tcp(dependency.port)],
             }
         )
     egress += cidr_egress_rules(args.egress)
@@ -352,10 +347,10 @@ def network_policy_spec(args: InferenceServiceArgs) -> dict[str, Any]:
         **own,
         "policyTypes": ["Ingress", "Egress"],
         "ingress": [
-            {"from": callers, "ports": [_port(args.port)]},
+            {"from": callers, "ports": [tcp(args.port)]},
             {
                 "from": [namespaces_peer([args.monitoring_namespace])],
-                "ports": [_port(args.metrics_port)],
+                "ports": [tcp(args.metrics_port)],
             },
         ],
         "egress": egress,
@@ -367,17 +362,13 @@ def dependency_network_policy_spec(
 ) -> dict[str, Any]:
     """The dependency accepts only the server (and its own replicas) and talks only to DNS
     and its own replicas."""
-    own = {
-        "podSelector": {
-            "matchLabels": selector_labels(args.dependency_service(dependency), dependency.name)
-        }
-    }
-    server = {"podSelector": {"matchLabels": selector_labels(args.name, SERVER_COMPONENT)}}
+    own = pods_peer(selector_labels(args.dependency_service(dependency), dependency.name))
+    server = pods_peer(selector_labels(args.name, SERVER_COMPONENT))
     return {
         **own,
         "policyTypes": ["Ingress", "Egress"],
-        "ingress": [{"from": [server], "ports": [_port(dependency.port)]}, {"from": [own]}],
-        "egress": [{"to": [own]}, dns_egress_rule()],
+        "ingress": [{"from": [server], "ports": [tcp(dependency.port)]}, {"from": [own]}],
+        "egress": [{"to": [own]}, dns_egress()],
     }
 
 

@@ -39,6 +39,7 @@ from ..constants import (
     WORKLOAD_TYPE_EVALUATION,
     WORKLOAD_TYPE_TRAINING,
 )
+from ..network_rules import dns_egress, pods_peer
 from ..scheduling_contract import SchedulingContract
 from . import workload_pod as pod
 from .common import (
@@ -46,7 +47,6 @@ from .common import (
     DATASET_MOUNT_PATH,
     SHM_MOUNT_PATH,
     cidr_egress_rules,
-    dns_egress_rule,
     env_list,
     selector_labels,
     workload_labels,
@@ -427,12 +427,12 @@ def job_options(args: TrainingJobArgs) -> dict[str, Any]:
 def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
     """Workers reach each other on every port (rendezvous, NCCL's ephemeral ports), DNS and
     the configured external ranges; nothing else in or out."""
-    own = {"podSelector": {"matchLabels": selector_labels(args.name, TRAINER_COMPONENT)}}
+    own = pods_peer(selector_labels(args.name, TRAINER_COMPONENT))
     return {
         **own,
         "policyTypes": ["Ingress", "Egress"],
         "ingress": [{"from": [own]}],
-        "egress": [{"to": [own]}, dns_egress_rule(), *cidr_egress_rules(args.egress)],
+        "egress": [{"to": [own]}, dns_egress(), *cidr_egress_rules(args.egress)],
     }
 
 
