@@ -23,6 +23,8 @@ from typing import Any, Final
 
 import yaml
 
+from infra.config.load import ENVIRONMENT_STRING_LIMIT, engine_config_bytes
+
 CLOCK_TICKS: Final = 100
 """``sysconf(SC_CLK_TCK)`` on Linux: the unit of utime/stime in ``/proc/<pid>/stat``."""
 
@@ -389,29 +391,13 @@ def details(results: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-ENV_STRING_LIMIT: Final = 131_072
-"""Linux's ``MAX_ARG_STRLEN``: the most bytes one ``NAME=value`` environment string may hold
-(``execve`` fails with E2BIG beyond it)."""
-
-
-def config_env_bytes(config: Mapping[str, Any]) -> int:
-    """The size of ``PULUMI_CONFIG=<json>`` for a stack file's ``config``: how the engine hands
-    the stack's config to the program's language host and to a policy pack (objects as JSON
-    strings, as the engine holds them)."""
-    values = {
-        key: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-        for key, value in config.items()
-    }
-    return len("PULUMI_CONFIG=") + len(json.dumps(values).encode())
-
-
 def config_too_large(config: Mapping[str, Any]) -> str | None:
     """Why the real CLI cannot run a stack with this config, or None when it can."""
-    size = config_env_bytes(config)
-    if size < ENV_STRING_LIMIT:
+    size = engine_config_bytes(config)
+    if size <= ENVIRONMENT_STRING_LIMIT:
         return None
     return (
         f"its config is {size:,} bytes as PULUMI_CONFIG, and Linux limits one environment "
-        f"string to {ENV_STRING_LIMIT:,} (MAX_ARG_STRLEN): neither the program nor the policy "
-        "pack can be started by the real CLI"
+        f"string to {ENVIRONMENT_STRING_LIMIT:,} (MAX_ARG_STRLEN): neither the program nor the "
+        "policy pack can be started by the real CLI"
     )

@@ -166,7 +166,7 @@ def preview(args: argparse.Namespace) -> int:
     try:
         with progress.step("config", f"config {stack_path.name}"):
             stack_file = StackFile(stack_path)
-            config = stack_file.platform_config()
+            config = stack_file.platform_config(engine_limits=args.engine_limits)
             validator = ManifestValidator(config.cluster.kubernetes_version, args.crd_schemas)
     except ConfigError as exc:
         print(with_version_issue(exc, stack_file).render(), file=sys.stderr)
@@ -330,6 +330,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--allow-missing-schemas", action="store_true", help="do not fail on kinds without a schema"
+    )
+    parser.add_argument(
+        "--ignore-engine-limits",
+        dest="engine_limits",
+        action="store_false",
+        help="accept a stack config larger than the Pulumi engine can pass to the program "
+        "(benchmarks of the program only: such a stack cannot be deployed)",
     )
     parser.add_argument(
         "--quiet",

@@ -28,6 +28,46 @@ OFFLINE_SECRET_PLACEHOLDER = "offline-preview-secret"
 
 _PREFIX = f"{PROJECT}:"
 
+ENVIRONMENT_STRING_LIMIT = 131_072
+"""Linux's ``MAX_ARG_STRLEN``: the longest single environment string (``NAME=value`` and its NUL)
+a process may be started with. The Pulumi engine hands the whole stack config, secrets decrypted,
+to the program and to each policy pack as one variable, ``PULUMI_CONFIG``: a stack file past the
+limit fails ``pulumi preview`` and ``pulumi up`` before the program starts."""
+ENGINE_CONFIG_VARIABLE = "PULUMI_CONFIG"
+
+
+def engine_config_bytes(values: Mapping[str, Any]) -> int:
+    """Bytes of the ``PULUMI_CONFIG=...`` string the engine builds from these config values (compact
+    JSON of every value as a string, structured ones as JSON text)."""
+    wire = {
+        key: value if isinstance(value, str) else _compact(value) for key, value in values.items()
+    }
+    return len(f"{ENGINE_CONFIG_VARIABLE}={_compact(wire)}".encode()) + 1
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def engine_limit_issues(values: Mapping[str, Any]) -> list[ConfigIssue]:
+    """The stack config too large for the engine to pass to the program, at its largest key."""
+    size = engine_config_bytes(values)
+    if size <= ENVIRONMENT_STRING_LIMIT:
+        return []
+    sizes = {key: engine_config_bytes({key: value}) for key, value in values.items()}
+    largest = max(sizes, key=lambda key: sizes[key])
+    top = largest[len(_PREFIX) :] if largest.startswith(_PREFIX) else largest
+    return [
+        ConfigIssue(
+            (top,),
+            f"the stack config is {size:,} bytes as the Pulumi engine passes it to the program and "
+            f"to each policy pack (one environment variable, {ENGINE_CONFIG_VARIABLE}), over the "
+            f"{ENVIRONMENT_STRING_LIMIT:,} bytes Linux allows one: pulumi preview and pulumi up "
+            f"would fail before the program starts; this key is {sizes[largest]:,} bytes of it. "
+            "Split the stack (for example one stack per group of teams) or trim this key",
+        )
+    ]
+
 
 def stack_file_name(stack: str) -> str:
     return f"Pulumi.{stack}.yaml"
@@ -394,5 +434,8 @@ class StackFile:
             for key, value in self.values.items()
         }
 
-    def platform_config(self) -> PlatformConfig:
-        return validate_platform_config(project_keys(self.values), self.name, self.issues)
+    def platform_config(self, engine_limits: bool = True) -> PlatformConfig:
+        """The validated model. ``engine_limits=False`` skips the engine's config size limit:
+        only for benchmarks of the program beyond what one stack can deploy."""
+        found = [*self.issues, *(engine_limit_issues(self.values) if engine_limits else [])]
+        return validate_platform_config(project_keys(self.values), self.name, found)

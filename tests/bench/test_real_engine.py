@@ -15,7 +15,6 @@ from bench.real_engine import Settings, extra_cpu_nodes, policy_args
 from bench.real_engine_parts import (
     SessionCpu,
     cluster_scoped_kinds,
-    config_env_bytes,
     config_too_large,
     decode_helm_release,
     details,
@@ -266,13 +265,6 @@ def test_masked_secrets_get_a_stand_in_of_the_right_shape() -> None:
     }
     config_map = {"kind": "ConfigMap", "data": "[secret]"}
     assert unmasked(config_map) is config_map
-
-
-def test_config_size_as_the_engine_passes_it() -> None:
-    config = {"p:name": "x", "p:list": [1, 2]}
-    expected = len("PULUMI_CONFIG=") + len(json.dumps({"p:name": "x", "p:list": "[1,2]"}))
-    assert config_env_bytes(config) == expected
-    assert config_too_large(config) is None
 
 
 def test_a_thousand_synthetic_workloads_exceed_one_environment_string() -> None:
