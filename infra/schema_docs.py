@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import inspect
 import itertools
-import sys
 from typing import Any
 
 from pydantic import BaseModel
@@ -40,7 +40,8 @@ def _field_docstrings(body: list[ast.stmt]) -> dict[str, str]:
 @functools.cache
 def _module_docstrings(module_name: str) -> dict[str, dict[str, str]]:
     """Top-level class name → field name → docstring, for one module's source."""
-    tree = ast.parse(inspect.getsource(sys.modules[module_name]))
+    # Imported by name, not read from sys.modules: a run under mocks may have purged it.
+    tree = ast.parse(inspect.getsource(importlib.import_module(module_name)))
     return {
         node.name: _field_docstrings(node.body)
         for node in tree.body
