@@ -257,12 +257,29 @@ def test_the_out_of_band_targets_come_from_what_the_stack_declares() -> None:
     assert verbs == ["scale", "scale", "label", "delete"]
     assert targets.scale_to_zero()[-1] == "--replicas=0"
     assert targets.statefulset_selector  # its pods are found by the declared selector
+    delete = targets.delete_pods()
+    assert delete[:2] == ["delete", "pods"]
+    assert delete[delete.index("-l") + 1] == targets.selector
+    assert delete[delete.index("-n") + 1] == targets.statefulset.split("/")[0]
     assert targets.statefulset_urn.endswith(f"::{targets.statefulset_name}")
     assert set(targets.expected_drift()) == {
         targets.statefulset_urn,
         targets.config_map_urn,
         targets.network_policy_urn,
     }
+
+
+def test_a_pod_left_behind_says_what_holds_it() -> None:
+    pod: dict[str, dict[str, Any]] = {
+        "metadata": {"name": "redis-0", "finalizers": ["kueue.x-k8s.io/managed"]},
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "status": {"phase": "Pending"},
+    }
+    assert faults.pod_state(pod) == (
+        "redis-0 Pending node=- gates=kueue.x-k8s.io/admission finalizers=kueue.x-k8s.io/managed"
+    )
+    pod["metadata"]["deletionTimestamp"] = "2026-12-01T22:00:00Z"
+    assert faults.pod_state(pod).endswith("deleting since 2026-12-01T22:00:00Z")
 
 
 def _dev_report() -> dict[str, Any]:

@@ -352,6 +352,21 @@ def missing_drift(shown: Iterable[str], expected: Mapping[str, str]) -> list[str
     return missing
 
 
+def pod_state(pod: Mapping[str, Any]) -> str:
+    """What holds a pod back, in one line: phase, node, gates, finalizers, deletion."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    gates = [gate["name"] for gate in spec.get("schedulingGates") or []]
+    parts = [
+        str(meta.get("name")),
+        str((pod.get("status") or {}).get("phase")),
+        f"node={spec.get('nodeName') or '-'}",
+        f"gates={','.join(gates) or '-'}",
+        f"finalizers={','.join(meta.get('finalizers') or []) or '-'}",
+        f"deleting since {meta['deletionTimestamp']}" if meta.get("deletionTimestamp") else "",
+    ]
+    return " ".join(part for part in parts if part)
+
+
 def kubectl_kind(api_version: str, kind: str) -> str:
     """``kubectl get`` name of a kind, unambiguous across groups."""
     group, _, version = api_version.rpartition("/")
@@ -691,14 +706,17 @@ class Faults:
             # resize but to or from zero; the scale subresource, which kubectl used, it does not
             # see, and the resize behind its back finished the StatefulSet's Workload: its pods
             # wait behind Kueue's scheduling gate for good. Scaled to zero, the Workload goes;
-            # pulumi up then scales it from zero, which Kueue admits as a new Workload.
+            # pulumi up then scales it from zero, which Kueue admits as a new Workload. At zero
+            # the StatefulSet controller (OrderedReady) still removes no pod while one of them is
+            # not Ready, and the gated ones never are: they are deleted by hand.
             printed = done.stdout + done.stderr
             refused = [line.strip() for line in printed.splitlines() if KUEUE_RESIZE in line]
             if not refused or targets.statefulset_name not in printed:
                 fail(f"pulumi up exited {done.code}:\n{printed[-3000:]}")
             detail.append(f"pulumi up refused: {refused[0][:400]}")
-            self.cluster.kubectl(*targets.scale_to_zero())
-            detail.append(f"kubectl {' '.join(targets.scale_to_zero())}")
+            for command in (targets.scale_to_zero(), targets.delete_pods()):
+                self.cluster.kubectl(*command)
+                detail.append(f"kubectl {' '.join(command)}")
             wait_for(
                 f"the pods of {targets.statefulset} to be gone",
                 lambda: targets.no_pods(self.cluster),
@@ -891,11 +909,22 @@ class OutOfBand:
         namespace, name = self.statefulset.split("/", 1)
         return ["scale", "statefulset", name, "-n", namespace, "--replicas=0"]
 
+    def delete_pods(self) -> list[str]:
+        """The pods a StatefulSet at zero leaves behind: OrderedReady scales down only while
+        every pod is Ready, and pods behind Kueue's scheduling gate never are."""
+        namespace = self.statefulset.split("/", 1)[0]
+        return ["delete", "pods", "-n", namespace, "-l", self.selector, "--wait=false"]
+
+    @property
+    def selector(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(self.statefulset_selector.items()))
+
     def no_pods(self, cluster: LocalCluster) -> tuple[bool | None, str]:
         namespace, name = self.statefulset.split("/", 1)
-        selector = ",".join(f"{k}={v}" for k, v in sorted(self.statefulset_selector.items()))
-        pods = cluster.get_json("pods", "-n", namespace, "-l", selector)["items"]
-        return (True if not pods else None), f"{len(pods)} pods of {name} left"
+        pods = cluster.get_json("pods", "-n", namespace, "-l", self.selector)["items"]
+        return (True if not pods else None), f"{len(pods)} pods of {name} left: " + "; ".join(
+            pod_state(pod) for pod in pods
+        )
 
     def expected_drift(self) -> dict[str, str]:
         """What the refresh preview must show for the edits Pulumi owns. The Deployment's
