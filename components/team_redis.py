@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .constants import LABEL_PREFIX
+from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, LABEL_PREFIX
 
 REDIS_SERVICE: Final = "team-redis"
 """The team Redis Service (and StatefulSet) in the team namespace."""
 REDIS_PORT: Final = 6379
+REDIS_COMPONENT: Final = "redis"
+"""The server pod's ``app.kubernetes.io/component``."""
+REDIS_METRICS_PORT: Final = 9121
+"""The exporter sidecar's port, named ``metrics`` (the port Prometheus may reach in teams)."""
 REDIS_SECRET: Final = "team-redis-auth"
 """The Secret with the generated password and the URL built from it."""
 REDIS_PASSWORD_KEY: Final = "password"
@@ -30,6 +34,21 @@ STATUS_CHANNEL_ENV: Final = "STATUS_CHANNEL"
 def redis_client_labels() -> dict[str, str]:
     """Pod labels of a team Redis client (the NetworkPolicy's ingress selector)."""
     return {REDIS_CLIENT_LABEL: "true"}
+
+
+def redis_server_selector() -> dict[str, str]:
+    """The immutable labels that select the team Redis pod (its Service, its NetworkPolicy and
+    the egress rule of every client)."""
+    return {APP_NAME_LABEL: REDIS_SERVICE, APP_COMPONENT_LABEL: REDIS_COMPONENT}
+
+
+def redis_egress_rule() -> dict[str, Any]:
+    """The NetworkPolicy egress rule a client pod needs: the team Redis pod of its own
+    namespace, on the Redis port only."""
+    return {
+        "to": [{"podSelector": {"matchLabels": redis_server_selector()}}],
+        "ports": [{"protocol": "TCP", "port": REDIS_PORT}],
+    }
 
 
 def secret_env(name: str, key: str, secret: str = REDIS_SECRET) -> dict[str, Any]:
