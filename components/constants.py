@@ -14,10 +14,12 @@ LABEL_PREFIX: Final = "aiplatform.io"
 TEAM_LABEL: Final = f"{LABEL_PREFIX}/team"
 """Carried by every team-owned object and pod; the unit of quota, showback and isolation."""
 WORKLOAD_TYPE_LABEL: Final = f"{LABEL_PREFIX}/workload-type"
-"""``training``, ``evaluation`` or ``inference``: policies and dashboards key on it."""
+"""``training``, ``evaluation``, ``inference`` or ``worker``: policies and dashboards key on it."""
 WORKLOAD_TYPE_TRAINING: Final = "training"
 WORKLOAD_TYPE_EVALUATION: Final = "evaluation"
 WORKLOAD_TYPE_INFERENCE: Final = "inference"
+WORKLOAD_TYPE_WORKER: Final = "worker"
+"""A worker pool's pods: Celery workers taking tasks from a queue."""
 NODE_POOL_LABEL: Final = f"{LABEL_PREFIX}/node-pool"
 """Set on every GPU node of a pool; the node selector of the pool's scheduling contract."""
 TEAM_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/team-purpose"
@@ -94,6 +96,7 @@ SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 # --- Platform system namespaces (the documented exceptions to restricted Pod Security) ------------
 GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
 KUEUE_NAMESPACE: Final = "kueue-system"
+KEDA_NAMESPACE: Final = "keda"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
@@ -104,7 +107,13 @@ SYSTEM_NAMESPACES: Final = frozenset(
 )
 """Kubernetes' own namespaces: no team takes them, the escape hatch needs an exception there."""
 PLATFORM_NAMESPACES: Final = frozenset(
-    {GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, MONITORING_NAMESPACE, LOGGING_NAMESPACE}
+    {
+        GPU_OPERATOR_NAMESPACE,
+        KUEUE_NAMESPACE,
+        KEDA_NAMESPACE,
+        MONITORING_NAMESPACE,
+        LOGGING_NAMESPACE,
+    }
 )
 """The namespaces the platform's own components install into (at their default names)."""
 PRIVILEGED_SYSTEM_NAMESPACES: Final = (
@@ -196,6 +205,31 @@ GPU_RESOURCE_ANNOTATION: Final = f"{LABEL_PREFIX}/gpu-resource"
 """On a ResourceFlavor: the extended resource its pool advertises (GPU, replica or MIG slice)."""
 QUOTA_OVERCOMMIT_ANNOTATION: Final = f"{LABEL_PREFIX}/quota-overcommit"
 """On a ResourceFlavor: factor by which teams' nominal quotas may exceed the pool's capacity."""
+
+# --- KEDA: event-driven autoscaling (worker pools on their queue length) -------------------------
+KEDA_CHART: Final = "keda"
+KEDA_CHART_REPO: Final = "https://kedacore.github.io/charts"
+KEDA_CHART_VERSION: Final = "2.20.2"
+"""Pinned once; KEDA 2.20.2, chart and operator alike (the chart's appVersion). Serves
+``keda.sh/v1alpha1`` ScaledObjects and TriggerAuthentications."""
+KEDA_RELEASE: Final = "keda"
+KEDA_API_VERSION: Final = "keda.sh/v1alpha1"
+KEDA_OPERATOR: Final = "keda-operator"
+"""The chart's ``operator.name``: the operator's Deployment, Service and pod label ``app``."""
+KEDA_METRICS_APISERVER: Final = f"{KEDA_OPERATOR}-metrics-apiserver"
+"""The external metrics API server (``v1beta1.external.metrics.k8s.io``) the HPAs read."""
+KEDA_WEBHOOKS: Final = "keda-admission-webhooks"
+"""The chart's ``webhooks.name``: the admission webhook server (ScaledObject validation)."""
+KEDA_POD_LABEL: Final = "app"
+"""The label the chart sets on each KEDA pod to its component's name."""
+KEDA_OPERATOR_METRICS_PORT: Final = 8080
+"""The operator's Prometheus port (``prometheus.operator.port``), named ``metrics``."""
+KEDA_METRICS_SERVICE_PORT: Final = 9666
+"""The operator's gRPC metrics service, which the metrics API server asks for scaler values."""
+KEDA_METRICS_APISERVER_PORT: Final = 6443
+"""The metrics API server's container port (``service.portHttpsTarget``); its Service is 443."""
+KEDA_WEBHOOK_PORT: Final = 9443
+"""The admission webhook server's container port."""
 
 # --- Training jobs and inference services ---------------------------------------------------------
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"

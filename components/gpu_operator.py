@@ -27,6 +27,7 @@ from .charts import (
     ChartSource,
     chart_image_values,
     merge_values,
+    platform_release,
 )
 from .constants import (
     DEVICE_PLUGIN_CONFIGMAP,
@@ -35,14 +36,10 @@ from .constants import (
     GPU_OPERATOR_RELEASE,
     GPU_TAINT_EFFECT,
     GPU_TAINT_KEY,
-    PSA_AUDIT_LABEL,
-    PSA_ENFORCE_LABEL,
     PSA_PRIVILEGED,
-    PSA_WARN_LABEL,
-    SYSTEM_NAMESPACE_LABEL,
 )
 from .gpu_node_pool import GpuSharing, device_plugin_config_yaml
-from .labels import platform_labels
+from .labels import platform_labels, system_namespace_labels
 from .network_policies import SystemNetwork, create_policies, gpu_operator_policies
 
 _CONTROL_PLANE_TOLERATIONS: tuple[dict[str, str], ...] = (
@@ -195,18 +192,9 @@ class GpuOperator(pulumi.ComponentResource):
     ) -> None:
         super().__init__("aiplatform:gpu:GpuOperator", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = platform_labels({SYSTEM_NAMESPACE_LABEL: "true"})
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={
-                "name": args.namespace,
-                "labels": {
-                    **labels,
-                    PSA_ENFORCE_LABEL: PSA_PRIVILEGED,
-                    PSA_AUDIT_LABEL: PSA_PRIVILEGED,
-                    PSA_WARN_LABEL: PSA_PRIVILEGED,
-                },
-            },
+            metadata={"name": args.namespace, "labels": system_namespace_labels(PSA_PRIVILEGED)},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         inner = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
@@ -225,21 +213,15 @@ class GpuOperator(pulumi.ComponentResource):
             data={entry: device_plugin_config_yaml(config) for entry, config in entries.items()},
             opts=inner,
         )
-        k8s.helm.v3.Release(
+        platform_release(
             f"{name}-release",
-            name=GPU_OPERATOR_RELEASE,
-            **args.chart_source.release_args(args.chart),
-            namespace=args.namespace,
-            create_namespace=False,
-            values=chart_values(args),
-            # Wait for the operator so a broken install fails the update, and roll back a
-            # failed upgrade instead of leaving a half-applied release.
-            skip_await=False,
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=args.timeout_seconds,
-            max_history=10,
-            opts=pulumi.ResourceOptions.merge(
+            GPU_OPERATOR_RELEASE,
+            args.chart,
+            args.chart_source,
+            args.namespace,
+            chart_values(args),
+            args.timeout_seconds,
+            pulumi.ResourceOptions.merge(
                 child, pulumi.ResourceOptions(depends_on=[namespace, config_map])
             ),
         )

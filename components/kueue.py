@@ -28,6 +28,7 @@ from .charts import (
     ChartSource,
     chart_image_values,
     merge_values,
+    platform_release,
 )
 from .constants import (
     CLUSTER_QUEUE_PREFIX,
@@ -42,16 +43,12 @@ from .constants import (
     KUEUE_RELEASE,
     NAMESPACE_NAME_LABEL,
     NODE_POOL_LABEL,
-    PSA_AUDIT_LABEL,
-    PSA_ENFORCE_LABEL,
     PSA_RESTRICTED,
-    PSA_WARN_LABEL,
     QUOTA_OVERCOMMIT_ANNOTATION,
-    SYSTEM_NAMESPACE_LABEL,
     TEAM_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
 )
-from .labels import platform_labels, team_labels
+from .labels import platform_labels, system_namespace_labels, team_labels
 from .network_policies import SystemNetwork, create_policies, kueue_policies
 from .scheduling_contract import SchedulingContract
 
@@ -251,15 +248,7 @@ class Kueue(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={
-                "name": args.namespace,
-                "labels": {
-                    **platform_labels({SYSTEM_NAMESPACE_LABEL: "true"}),
-                    PSA_ENFORCE_LABEL: PSA_RESTRICTED,
-                    PSA_AUDIT_LABEL: PSA_RESTRICTED,
-                    PSA_WARN_LABEL: PSA_RESTRICTED,
-                },
-            },
+            metadata={"name": args.namespace, "labels": system_namespace_labels(PSA_RESTRICTED)},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         if args.network is not None:
@@ -268,22 +257,16 @@ class Kueue(pulumi.ComponentResource):
                 kueue_policies(args.namespace, args.network),
                 pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
-        release = k8s.helm.v3.Release(
+        # Awaited: Kueue's webhooks validate every queue object below.
+        release = platform_release(
             f"{name}-release",
-            name=KUEUE_RELEASE,
-            **args.chart_source.release_args(args.chart),
-            namespace=args.namespace,
-            create_namespace=False,
-            values=chart_values(args),
-            # Kueue's webhooks validate every queue object below: wait until they serve.
-            skip_await=False,
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=args.timeout_seconds,
-            max_history=10,
-            opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=[namespace])
-            ),
+            KUEUE_RELEASE,
+            args.chart,
+            args.chart_source,
+            args.namespace,
+            chart_values(args),
+            args.timeout_seconds,
+            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         after_release = pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[release])

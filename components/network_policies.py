@@ -1,6 +1,6 @@
 """NetworkPolicies of the platform's own namespaces: the pieces every one of them shares, and the
-policies of the Kueue and GPU operator namespaces (monitoring's are in ``monitoring/network.py``),
-written in the vocabulary of ``network_rules``.
+policies of the Kueue, KEDA and GPU operator namespaces (monitoring's are in
+``monitoring/network.py``), written in the vocabulary of ``network_rules``.
 
 Every platform namespace starts from default-deny in both directions plus DNS, then opens what
 its components need by name: the API server (its addresses, as NetworkPolicies cannot select
@@ -16,7 +16,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .constants import ALLOW_DNS_POLICY_NAME, DEFAULT_DENY_POLICY_NAME
+from .constants import (
+    ALLOW_DNS_POLICY_NAME,
+    DEFAULT_DENY_POLICY_NAME,
+    KEDA_METRICS_APISERVER,
+    KEDA_METRICS_APISERVER_PORT,
+    KEDA_METRICS_SERVICE_PORT,
+    KEDA_OPERATOR,
+    KEDA_OPERATOR_METRICS_PORT,
+    KEDA_POD_LABEL,
+    KEDA_WEBHOOK_PORT,
+    KEDA_WEBHOOKS,
+    TEAM_LABEL,
+)
 from .labels import platform_labels
 from .monitoring.constants import (
     API_SERVER_PORTS,
@@ -27,7 +39,16 @@ from .monitoring.constants import (
     KUEUE_POD_LABELS,
     MONITORING_COMPONENT_LABEL,
 )
-from .network_rules import allow_dns, cidr_peers, default_deny, pod_selector, pods_peer, ports
+from .network_rules import (
+    allow_dns,
+    cidr_peers,
+    default_deny,
+    labelled_namespaces_peer,
+    pod_selector,
+    pods_peer,
+    ports,
+)
+from .team_redis import REDIS_PORT, redis_server_selector
 
 ALLOW_API_SERVER = "allow-apiserver-egress"
 KUEUE_WEBHOOK_PORT = 9443
@@ -112,6 +133,82 @@ def kueue_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
                 "podSelector": pod_selector(KUEUE_POD_LABELS),
                 "policyTypes": ["Ingress"],
                 "ingress": ingress,
+            },
+        ),
+    ]
+
+
+def keda_pod(component: str) -> dict[str, Any]:
+    """The pods of one KEDA component (the chart labels each ``app: <component>``)."""
+    return pod_selector({KEDA_POD_LABEL: component})
+
+
+def keda_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
+    """KEDA: the API server calls the metrics API server (the HPAs' external metrics) and the
+    admission webhooks; the metrics API server asks the operator for scaler values; the operator
+    reads the queue lengths from the team Redis of every team namespace, and Prometheus scrapes
+    it. Nothing else reaches them, and they reach nothing else but the API server and DNS."""
+    operator_ingress: list[dict[str, Any]] = [
+        {
+            "from": [{"podSelector": keda_pod(KEDA_METRICS_APISERVER)}],
+            "ports": ports([KEDA_METRICS_SERVICE_PORT]),
+        }
+    ]
+    if network.prometheus_namespace is not None:
+        operator_ingress.append(
+            {
+                "from": [prometheus_peer(network.prometheus_namespace)],
+                "ports": ports([KEDA_OPERATOR_METRICS_PORT]),
+            }
+        )
+    team_redis = {
+        **labelled_namespaces_peer(TEAM_LABEL),
+        "podSelector": pod_selector(redis_server_selector()),
+    }
+    return [
+        *controller_namespace(namespace, network),
+        PolicySpec(
+            "keda-operator",
+            namespace,
+            {
+                "podSelector": keda_pod(KEDA_OPERATOR),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": operator_ingress,
+                "egress": [{"to": [team_redis], "ports": ports([REDIS_PORT])}],
+            },
+        ),
+        PolicySpec(
+            "keda-metrics-apiserver",
+            namespace,
+            {
+                "podSelector": keda_pod(KEDA_METRICS_APISERVER),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": cidr_peers(network.api_server_cidrs),
+                        "ports": ports([KEDA_METRICS_APISERVER_PORT]),
+                    }
+                ],
+                "egress": [
+                    {
+                        "to": [{"podSelector": keda_pod(KEDA_OPERATOR)}],
+                        "ports": ports([KEDA_METRICS_SERVICE_PORT]),
+                    }
+                ],
+            },
+        ),
+        PolicySpec(
+            "keda-admission-webhooks",
+            namespace,
+            {
+                "podSelector": keda_pod(KEDA_WEBHOOKS),
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": cidr_peers(network.api_server_cidrs),
+                        "ports": ports([KEDA_WEBHOOK_PORT]),
+                    }
+                ],
             },
         ),
     ]

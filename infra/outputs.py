@@ -29,11 +29,12 @@ class WorkloadOutputs(OutputModel):
     """How to find and reach one of the team's workloads."""
 
     kind: str
-    """``training`` or ``inference``."""
+    """``training``, ``inference`` or ``worker-pool``."""
     workload_type: str
-    """``training``, ``evaluation`` or ``inference`` (the workload-type label)."""
+    """``training``, ``evaluation``, ``inference`` or ``worker`` (the workload-type label)."""
     object_name: str
-    """Name of the Job (training) or Deployment (inference) in the team's namespace."""
+    """Name of the Job (training) or Deployment (inference, worker pool) in the team's
+    namespace."""
     service_host: str | None = None
     """``<svc>.<ns>.svc.cluster.local``: an inference Service, or a multi-node job's headless
     Service (worker ``i`` is ``<job>-<i>.<serviceHost>``); None for single-node jobs."""
@@ -43,6 +44,8 @@ class WorkloadOutputs(OutputModel):
     """Stateful dependency name → its headless Service's DNS name."""
     checkpoint_claim: str | None = None
     """PVC a training job writes checkpoints to (under ``/<job>``); None without one."""
+    queues: list[str] = []
+    """The Celery queues a worker pool consumes (send its tasks there); empty for others."""
 
 
 class TeamOutputs(OutputModel):

@@ -13,6 +13,7 @@ from typing import Any
 from components.data_volume import DataVolume
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_operator import GpuOperator
+from components.keda import Keda
 from components.kueue import DefaultQueue, Kueue, TeamQueue
 from components.monitoring.stack import MonitoringStack
 from components.priority_classes import PriorityClasses
@@ -20,6 +21,7 @@ from components.raw_manifests import RawManifests
 from components.storage_classes import StorageClasses
 from components.team_namespace import TeamNamespace
 from components.workloads import InferenceService, TrainingJob
+from components.workloads.worker_pool import WorkerPool
 
 from .config import PlatformConfig
 from .config.errors import PathPart
@@ -31,6 +33,7 @@ PRIORITY_CLASSES = "priority"
 STORAGE_CLASSES = "storage"
 GPU_OPERATOR = "gpu-operator"
 KUEUE = "kueue"
+KEDA = "keda"
 MONITORING = "monitoring"
 EXTRA_MANIFESTS = "extra"
 """Logical names of the components the stack has one of."""
@@ -71,6 +74,7 @@ def config_sources(
         (StorageClasses.__name__, STORAGE_CLASSES): ("storage", "classes"),
         (GpuOperator.__name__, GPU_OPERATOR): ("gpuStack",),
         (Kueue.__name__, KUEUE): ("queueing",),
+        (Keda.__name__, KEDA): ("autoscaling", "keda"),
         (MonitoringStack.__name__, MONITORING): ("monitoring",),
         (RawManifests.__name__, EXTRA_MANIFESTS): ("extraManifests",),
     }
@@ -87,7 +91,9 @@ def config_sources(
                 ("teams", index, "volumes", position),
             )
     for index, workload in enumerate(config.workloads):
-        kind = TrainingJob if workload.kind == "training" else InferenceService
+        kind = {"training": TrainingJob, "inference": InferenceService}.get(
+            workload.kind, WorkerPool
+        )
         components.setdefault((kind.__name__, workload_name(workload)), ("workloads", index))
     objects: dict[ObjectKey, tuple[PathPart, ...]] = {}
     for index, pc in enumerate(config.priority_classes):

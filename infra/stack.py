@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 from components.kueue import DefaultQueue, TeamQueue
 from components.network_policies import SystemNetwork
 
+from .autoscaling import build as autoscaling
 from .config import PlatformConfig
 from .gpu import build as gpu
 from .manifests import build as manifests
@@ -67,6 +68,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     pools = gpu.gpu_node_pools(config, on_cluster)
     gpu_operator = gpu.gpu_operator(config, pools, network, on_cluster)
     kueue = queueing.kueue(config, pools, network, on_cluster)
+    keda = autoscaling.keda(config, network, on_cluster)
 
     teams: dict[str, TeamOutputs] = {}
     tenants: dict[str, Tenant] = {}
@@ -85,7 +87,9 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     for workload in config.workloads:
         owner = tenants[workload.team]
         contract = pools[workload.gpus.pool].contract if workload.gpus else None
-        component = workloads_build.deploy_workload(workload, owner, contract, config, provider)
+        component = workloads_build.deploy_workload(
+            workload, owner, contract, config, provider, [keda.release] if keda else []
+        )
         workloads.setdefault(workload.team, {})[workload.name] = workloads_build.workload_outputs(
             workload, component, owner.config.namespace_name
         )

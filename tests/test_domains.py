@@ -15,6 +15,7 @@ DOMAINS = (
     "storage",
     "gpu",
     "queueing",
+    "autoscaling",
     "workloads",
     "monitoring",
     "manifests",

@@ -54,6 +54,7 @@ def test_prod_outputs_match_the_stack(prod_run):
                 "port": 29500,
                 "dependencyHosts": {},
                 "checkpointClaim": "llama-finetune-checkpoints",
+                "queues": [],
             },
             "llama-eval": {
                 "kind": "training",
@@ -63,6 +64,7 @@ def test_prod_outputs_match_the_stack(prod_run):
                 "port": None,
                 "dependencyHosts": {},
                 "checkpointClaim": "checkpoints",
+                "queues": [],
             },
         },
     }
@@ -74,6 +76,7 @@ def test_prod_outputs_match_the_stack(prod_run):
         "port": 8000,
         "dependencyHosts": {"redis": "llm-chat-redis.search-serving.svc.cluster.local"},
         "checkpointClaim": None,
+        "queues": [],
     }
     assert outputs["teams"]["platform"]["workloads"] == {}
     assert outputs["priorityClasses"] == {

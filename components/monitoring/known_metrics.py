@@ -329,6 +329,19 @@ KUEUE_METRICS: Final = frozenset(
 )
 
 
+# --- KEDA -----------------------------------------------------------------------------------------
+# kedacore/keda v2.20 pkg/metricscollector/prommetrics.go: the operator's metrics, labelled
+# namespace, scaledObject, scaler (the trigger's name), triggerIndex, metric and type.
+KEDA_METRICS: Final = frozenset(
+    {
+        "keda_scaler_metrics_value",
+        "keda_scaler_active",
+        "keda_scaler_detail_errors_total",
+        "keda_scaler_metrics_latency_seconds",
+    }
+)
+
+
 # --- Our inference services ---------------------------------------------------------------------
 # Convention: every inference server exposes the default metrics of
 # prometheus-fastapi-instrumentator (which vLLM's OpenAI-compatible server also uses):
@@ -355,6 +368,7 @@ KNOWN_METRICS: Final[dict[str, frozenset[str]]] = {
     "node-exporter": NODE_EXPORTER_METRICS,
     "kubelet": KUBELET_METRICS,
     "kueue": KUEUE_METRICS,
+    "keda": KEDA_METRICS,
     "inference-http": INFERENCE_HTTP_METRICS,
 }
 """The allowlist, grouped by the exporter that emits each metric."""

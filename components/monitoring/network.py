@@ -27,7 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.constants import TEAM_LABEL
+from components.constants import (
+    KEDA_OPERATOR,
+    KEDA_OPERATOR_METRICS_PORT,
+    KEDA_POD_LABEL,
+    TEAM_LABEL,
+)
 from components.network_policies import ALLOW_API_SERVER, PolicySpec, api_server_egress, baseline
 from components.network_rules import (
     cidr_peers,
@@ -146,6 +151,13 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
             {
                 "to": [pods_peer(KUEUE_POD_LABELS, scrape.kueue_namespace)],
                 "ports": ports([KUEUE_METRICS_PORT]),
+            }
+        )
+    if scrape.keda:
+        targets.append(
+            {
+                "to": [pods_peer({KEDA_POD_LABEL: KEDA_OPERATOR}, scrape.keda_namespace)],
+                "ports": ports([KEDA_OPERATOR_METRICS_PORT]),
             }
         )
     alertmanager_rules: list[dict[str, Any]] = [

@@ -15,6 +15,7 @@ import pulumi
 from components.charts import PUBLIC_REPOSITORIES, ChartSource
 from components.constants import (
     GPU_OPERATOR_NAMESPACE,
+    KEDA_NAMESPACE,
     KUEUE_NAMESPACE,
     LOGGING_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -157,6 +158,8 @@ class ScrapeSpec:
     dcgm_namespace: str = GPU_OPERATOR_NAMESPACE
     kueue: bool = True
     kueue_namespace: str = KUEUE_NAMESPACE
+    keda: bool = True
+    keda_namespace: str = KEDA_NAMESPACE
     inference: bool = True
 
 

@@ -42,6 +42,9 @@ import yaml
 
 from components.charts import FLUENT_BIT, KUBE_PROMETHEUS_STACK, LOKI
 from components.constants import (
+    APP_NAME_LABEL,
+    KEDA_OPERATOR,
+    METRICS_PORT_NAME,
     PSA_AUDIT_LABEL,
     PSA_BASELINE,
     PSA_ENFORCE_LABEL,
@@ -171,6 +174,19 @@ def service_monitor_specs(scrape: ScrapeSpec) -> dict[str, dict[str, Any]]:
                     "scheme": "https",
                     "bearerTokenFile": SERVICE_ACCOUNT_TOKEN_PATH,
                     "tlsConfig": {"insecureSkipVerify": True},
+                }
+            ],
+        }
+    if scrape.keda:
+        specs["keda-operator"] = {
+            "namespaceSelector": {"matchNames": [scrape.keda_namespace]},
+            "selector": {"matchLabels": {APP_NAME_LABEL: KEDA_OPERATOR}},
+            "endpoints": [
+                {
+                    "port": METRICS_PORT_NAME,
+                    "path": "/metrics",
+                    # Keep each scaler's namespace (the ScaledObject's, a team's), not KEDA's.
+                    "honorLabels": True,
                 }
             ],
         }

@@ -103,6 +103,7 @@ def platform_monitor_namespaces(args: MonitoringStackArgs) -> list[str]:
                 args.logging_namespace,
                 args.scrape.dcgm_namespace,
                 args.scrape.kueue_namespace,
+                args.scrape.keda_namespace,
             ]
         )
     )

@@ -1,4 +1,4 @@
-"""Team workloads: training jobs and inference services that respect the platform.
+"""Team workloads: training jobs, inference services and worker pools that respect the platform.
 
 Usable from the stack config (``ai-platform:workloads``) and as a library from a team's own
 Pulumi program (see ``examples/team-training``): build a ``SchedulingContract`` (or read one from
@@ -15,6 +15,7 @@ from .inference_service import (
     StatefulDependency,
 )
 from .training_job import CheckpointVolume, PreflightSpec, TrainingJob, TrainingJobArgs
+from .worker_pool import QueueAutoscaling, WorkerPool, WorkerPoolArgs
 
 __all__ = [
     "Autoscaling",
@@ -26,8 +27,11 @@ __all__ = [
     "InferenceServiceArgs",
     "PreflightSpec",
     "Probes",
+    "QueueAutoscaling",
     "StatefulDependency",
     "TrainingJob",
     "TrainingJobArgs",
+    "WorkerPool",
+    "WorkerPoolArgs",
     "service_dns_name",
 ]

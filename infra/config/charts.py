@@ -16,8 +16,9 @@ from typing import Literal, Protocol
 import yaml
 from pydantic import Field
 
-from components.charts import GPU_OPERATOR, KUEUE, MONITORING_CHARTS, Chart, ChartSource
+from components.charts import GPU_OPERATOR, KEDA, KUEUE, MONITORING_CHARTS, Chart, ChartSource
 
+from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuStackConfig
 from ..monitoring.config import MonitoringConfig
 from ..queueing.config import QueueingConfig
@@ -58,6 +59,9 @@ class ChartedPlatform(Protocol):
     @property
     def monitoring(self) -> MonitoringConfig: ...
 
+    @property
+    def autoscaling(self) -> AutoscalingConfig: ...
+
 
 _DIRECTORY = ("charts", "directory")
 
@@ -67,6 +71,8 @@ def installed_charts(config: ChartedPlatform) -> list[Chart]:
     charts = [GPU_OPERATOR] if config.gpu_stack.enabled else []
     if config.queueing.enabled:
         charts.append(KUEUE)
+    if config.autoscaling.keda.enabled:
+        charts.append(KEDA)
     if config.monitoring.enabled:
         charts.extend(MONITORING_CHARTS)
     return charts

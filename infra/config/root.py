@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuNodePoolConfig, GpuStackConfig
 from ..manifests.config import EscapeHatchConfig
 from ..monitoring.config import MonitoringConfig
@@ -42,6 +43,9 @@ class PlatformConfig(ConfigModel):
     """The NVIDIA GPU operator. Default: installed with driver, toolkit, GFD and DCGM exporter."""
     queueing: QueueingConfig = QueueingConfig()
     """Kueue: flavours per pool, a ClusterQueue per queued team. Default: installed."""
+    autoscaling: AutoscalingConfig = AutoscalingConfig()
+    """What the autoscalers read: KEDA, which scales worker pools on their queue length.
+    Default: KEDA not installed."""
     workloads: list[WorkloadConfig] = []
     """Training jobs and inference services, each naming its team. Default: none."""
     monitoring: MonitoringConfig = MonitoringConfig()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..autoscaling import rules as autoscaling
 from ..gpu import rules as gpu
 from ..manifests import rules as manifests
 from ..monitoring import rules as monitoring
@@ -30,6 +31,7 @@ ALL_RULES: tuple[Rule, ...] = (
     *storage.RULES,
     *gpu.RULES,
     *queueing.RULES,
+    *autoscaling.RULES,
     *workloads.RULES,
     *monitoring.RULES,
     *manifests.RULES,

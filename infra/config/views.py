@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuNodePoolConfig
 from ..monitoring.config import MonitoringConfig
 from ..queueing.config import QueueingConfig
@@ -48,6 +49,11 @@ class HasNodePools(Protocol):
 class HasQueueing(Protocol):
     @property
     def queueing(self) -> QueueingConfig: ...
+
+
+class HasAutoscaling(Protocol):
+    @property
+    def autoscaling(self) -> AutoscalingConfig: ...
 
 
 class HasWorkloads(Protocol):

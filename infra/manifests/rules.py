@@ -18,6 +18,7 @@ from components.constants import (
     GPU_OPERATOR_NAMESPACE,
     KARPENTER_API_VERSION,
     KARPENTER_AWS_GROUP,
+    KEDA_NAMESPACE,
     KUEUE_DEFAULT_LOCAL_QUEUE,
     KUEUE_NAMESPACE,
     PROJECT,
@@ -119,6 +120,8 @@ def platform_namespaces(config: Any) -> dict[str, str]:
         found[GPU_OPERATOR_NAMESPACE] = f"the GPU operator ({PROJECT}:gpuStack)"
     if config.queueing.enabled:
         found[KUEUE_NAMESPACE] = f"Kueue ({PROJECT}:queueing)"
+    if config.autoscaling.keda.enabled:
+        found[KEDA_NAMESPACE] = f"KEDA ({PROJECT}:autoscaling.keda)"
     if config.monitoring.enabled:
         found[config.monitoring.namespace] = f"the monitoring stack ({PROJECT}:monitoring)"
         found[config.monitoring.logging_namespace] = f"the logging stack ({PROJECT}:monitoring)"

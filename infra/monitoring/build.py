@@ -64,6 +64,7 @@ def monitoring_stack_args(
     retain_on_delete: bool = False,
     gpu_stack_enabled: bool = True,
     queueing_enabled: bool = True,
+    keda_enabled: bool = False,
     dcgm_namespace_ready: Sequence[pulumi.Resource] = (),
     chart_source: ChartSource = PUBLIC_REPOSITORIES,
     registry_mirror: str | None = None,
@@ -72,8 +73,9 @@ def monitoring_stack_args(
     """The component's args.
 
     Without the GPU operator there is no DCGM exporter to scrape and no namespace for its
-    counters ConfigMap; without Kueue no controller to scrape. ``dcgm_namespace_ready`` orders
-    the ConfigMap after the GPU operator (which creates the namespace).
+    counters ConfigMap; without Kueue (or KEDA) no controller to scrape.
+    ``dcgm_namespace_ready`` orders the ConfigMap after the GPU operator (which creates the
+    namespace).
     """
     prometheus = config.prometheus
     loki = config.loki
@@ -137,6 +139,7 @@ def monitoring_stack_args(
         scrape=ScrapeSpec(
             dcgm=config.service_monitors.dcgm and gpu_stack_enabled,
             kueue=config.service_monitors.kueue and queueing_enabled,
+            keda=config.service_monitors.keda and keda_enabled,
             inference=config.service_monitors.inference,
         ),
         network=NetworkSpec(
@@ -168,6 +171,7 @@ def monitoring_stack(
         retain_on_delete=config.cluster.protects_data,
         gpu_stack_enabled=config.gpu_stack.enabled,
         queueing_enabled=config.queueing.enabled,
+        keda_enabled=config.autoscaling.keda.enabled,
         dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
         chart_source=config.charts.chart_source,
         registry_mirror=config.images.registry_mirror,

@@ -274,6 +274,9 @@ class ServiceMonitorsConfig(ConfigModel):
     """The GPU operator's DCGM exporter (``gpu-operator``)."""
     kueue: bool = True
     """Kueue's controller metrics (``kueue-system``)."""
+    keda: bool = True
+    """KEDA's operator metrics (``keda``): each ScaledObject's trigger values, such as a worker
+    pool's queue length (the Celery backlog alert reads them)."""
     inference: bool = True
     """Every team Service labelled ``aiplatform.io/workload-type: inference``."""
 

@@ -1,5 +1,6 @@
-"""Training jobs and inference services: config -> ``TrainingJobArgs`` /
-``InferenceServiceArgs`` -> components, and the names the outputs publish."""
+"""Training jobs, inference services and worker pools: config -> ``TrainingJobArgs`` /
+``InferenceServiceArgs`` / ``WorkerPoolArgs`` -> components, and the names the outputs
+publish."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.constants import WORKLOAD_TYPE_WORKER
 from components.data_volume import DataVolume
 from components.images import mirrored
 from components.kueue import DefaultQueue, TeamQueue
@@ -26,9 +28,12 @@ from components.workloads import (
     InferenceServiceArgs,
     PreflightSpec,
     Probes,
+    QueueAutoscaling,
     StatefulDependency,
     TrainingJob,
     TrainingJobArgs,
+    WorkerPool,
+    WorkerPoolArgs,
     service_dns_name,
 )
 
@@ -115,6 +120,38 @@ def pod_fields(
         "log_level": workload.log_level,
         "egress": _egress(workload.egress),
     }
+
+
+def worker_pool_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+    keda: Sequence[pulumi.Resource] = (),
+) -> WorkerPoolArgs:
+    settings = workload.worker_pool
+    if settings is None:  # the rules refuse it first
+        raise ValueError(f"workload {workload.name}: kind worker-pool needs workerPool")
+    return WorkerPoolArgs(
+        **pod_fields(workload, owner, contract, config),
+        app=settings.app,
+        concurrency=settings.concurrency,
+        queues=tuple(settings.queues),
+        autoscaling=QueueAutoscaling(
+            min_replicas=settings.min_replicas,
+            max_replicas=settings.max_replicas,
+            tasks_per_replica=settings.tasks_per_replica,
+            polling_interval_seconds=settings.polling_interval_seconds,
+            cooldown_seconds=settings.cooldown_seconds,
+        )
+        if settings.autoscale
+        else None,
+        replicas=max(settings.min_replicas, 1),
+        termination_grace_period_seconds=settings.termination_grace_period_seconds,
+        probe_timeout_seconds=settings.probe_timeout_seconds,
+        probe_period_seconds=settings.probe_period_seconds,
+        depends_on=tuple(keda),
+    )
 
 
 def training_job_args(
@@ -220,13 +257,15 @@ def deploy_workload(
     contract: SchedulingContract | None,
     config: PlatformConfig,
     provider: k8s.Provider,
-) -> TrainingJob | InferenceService:
-    """One workload in its team's namespace, after the team's queue and the volumes it mounts."""
+    keda: Sequence[pulumi.Resource] = (),
+) -> TrainingJob | InferenceService | WorkerPool:
+    """One workload in its team's namespace, after the team's queue and the volumes it mounts
+    (and a worker pool's KEDA objects after KEDA, ``keda``)."""
     claims: set[str | None] = set()
     if workload.kind == "training":
         settings = workload.training_settings
         claims = {settings.dataset, settings.checkpoints.claim if settings.checkpoints else None}
-    else:
+    elif workload.kind == "inference":
         claims = {workload.inference_settings.model}
     # One edge stands for the whole team: the LocalQueue is registered only after its TeamQueue's
     # dependencies, the TeamNamespace and everything in it (quota, limits, policies, identity),
@@ -249,11 +288,15 @@ def deploy_workload(
         args = training_job_args(workload, owner, contract, config, after)
         return TrainingJob(name, args, pulumi.ResourceOptions(provider=provider))
     opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
+    if workload.kind == "worker-pool":
+        return WorkerPool(name, worker_pool_args(workload, owner, contract, config, keda), opts)
     return InferenceService(name, inference_service_args(workload, owner, contract, config), opts)
 
 
 def workload_outputs(
-    workload: WorkloadConfig, component: TrainingJob | InferenceService, namespace: str
+    workload: WorkloadConfig,
+    component: TrainingJob | InferenceService | WorkerPool,
+    namespace: str,
 ) -> WorkloadOutputs:
     """Names other programs use to reach the workload (``<svc>.<ns>.svc.cluster.local``), as
     the component named its objects."""
@@ -267,6 +310,13 @@ def workload_outputs(
             service_host=service_dns_name(service, namespace) if service else None,
             port=settings.master_port if service else None,
             checkpoint_claim=component.checkpoint_claim,
+        )
+    if isinstance(component, WorkerPool):
+        return WorkloadOutputs(
+            kind=workload.kind,
+            workload_type=WORKLOAD_TYPE_WORKER,
+            object_name=component.deployment_name,
+            queues=list(component.queues),
         )
     return WorkloadOutputs(
         kind=workload.kind,

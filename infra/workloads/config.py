@@ -1,14 +1,17 @@
-"""``ai-platform:workloads``: training jobs and inference services, each naming its team.
+"""``ai-platform:workloads``: training jobs, inference services and worker pools, each naming
+its team.
 
 Common settings (image, resources, GPUs, priority, egress) sit on the workload; what only one
-kind has sits in its block, ``training:`` or ``inference:``. Cross-field rules (the team, pool,
-volumes, storage classes and priority class exist; requests fit the team's quota and queue) are
-in ``rules.py``, what a workload holds in ``demand.py``, the mapping to components in ``build.py``.
+kind has sits in its block, ``training:``, ``inference:`` or ``workerPool:``. Cross-field rules
+(the team, pool, volumes, storage classes and priority class exist; requests fit the team's
+quota and queue) are in ``rules.py``, what a workload holds in ``demand.py``, the mapping to
+components in ``build.py``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -22,7 +25,7 @@ from ..config.base import ConfigModel, DnsLabel
 from ..config.quantity import Quantity
 from ..tenancy.config import AccessMode, EnvMap
 
-WorkloadKind = Literal["training", "inference"]
+WorkloadKind = Literal["training", "inference", "worker-pool"]
 TrainingWorkloadType = Literal["training", "evaluation"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 NodeSpread = Literal["DoNotSchedule", "ScheduleAnyway"]
@@ -67,6 +70,34 @@ WorkloadName = Annotated[
 DependencyName = Annotated[
     str, _dns1035(MAX_DEPENDENCY_NAME, "'<workload>-<dependency>' names a StatefulSet")
 ]
+_CELERY_APP = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(:[A-Za-z_][A-Za-z0-9_.]*)?$"
+)
+_CELERY_QUEUE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+
+
+def _celery_app(value: str) -> str:
+    if len(value) > 200 or not _CELERY_APP.match(value):
+        raise ValueError(
+            "must be a Python module path as 'celery -A' takes it, optionally with ':attribute' "
+            f"('pipelines.celery_app', 'pipelines.app:celery'), got {value!r}"
+        )
+    return value
+
+
+def _celery_queue(value: str) -> str:
+    if not _CELERY_QUEUE.match(value):
+        raise ValueError(
+            "must be a Celery queue name: letters, digits, '_', '.', ':' and '-' (no commas: -Q "
+            f"takes a comma-separated list), got {value!r}"
+        )
+    return value
+
+
+CeleryApp = Annotated[str, AfterValidator(_celery_app)]
+"""What ``celery -A`` takes: a module path, optionally ``:attribute`` (``pipelines.app:celery``)."""
+CeleryQueue = Annotated[str, AfterValidator(_celery_queue)]
+"""A Celery queue name, which is also the Redis list holding its tasks."""
 Cidr = Annotated[str, AfterValidator(_cidr)]
 Image = Annotated[str, AfterValidator(_image)]
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -239,6 +270,39 @@ class InferenceConfig(ConfigModel):
         return self.max_unavailable or 1
 
 
+class WorkerPoolConfig(ConfigModel):
+    """Settings of ``kind: worker-pool`` workloads: Celery workers on the team Redis broker."""
+
+    app: CeleryApp
+    """The Celery application, as ``celery -A`` takes it (``pipelines.celery_app``). Its broker
+    must come from ``CELERY_BROKER_URL`` (Celery's default when the app sets none)."""
+    concurrency: int = Field(default=2, ge=1, le=64)
+    """Worker processes per pod (``--concurrency``); size ``resources`` for all of them."""
+    queues: list[CeleryQueue] = []
+    """Queues the workers consume (``-Q``), each a Redis list the autoscaler reads. Default:
+    Celery's default queue, ``celery``."""
+    min_replicas: int = Field(default=1, ge=0, le=100)
+    """Fewest pods; 0 lets an idle pool scale to zero (only with ``autoscale``)."""
+    max_replicas: int = Field(default=4, ge=1, le=100)
+    """Most pods the autoscaler may run."""
+    autoscale: bool = True
+    """Scale on the queue length with KEDA (``ai-platform:autoscaling.keda`` must be enabled).
+    Off: a fixed ``minReplicas`` pods."""
+    tasks_per_replica: int = Field(default=10, ge=1, le=100000)
+    """Waiting tasks per pod the autoscaler aims at (the trigger's ``listLength``)."""
+    polling_interval_seconds: int = Field(default=15, ge=5, le=300)
+    """How often KEDA reads the queue lengths."""
+    cooldown_seconds: int = Field(default=300, ge=0, le=86400)
+    """How long an empty queue waits before a pool at ``minReplicas: 0`` goes to zero."""
+    termination_grace_period_seconds: int = Field(default=300, ge=30, le=86400)
+    """Warm shutdown budget: on SIGTERM a worker takes no new tasks and finishes the ones it
+    runs; whatever still runs after this many seconds is killed (docs/workloads.md)."""
+    probe_timeout_seconds: int = Field(default=10, ge=1, le=60)
+    """How long the probe waits for the worker's ``ping`` reply through the broker."""
+    probe_period_seconds: int = Field(default=30, ge=10, le=600)
+    """How often the probes ping the worker; each ping starts a ``celery`` process."""
+
+
 class WorkloadConfig(ConfigModel):
     """One workload of one team."""
 
@@ -247,11 +311,14 @@ class WorkloadConfig(ConfigModel):
     team: DnsLabel
     """A team from ``ai-platform:teams``; the workload runs in its namespace."""
     kind: WorkloadKind
-    """``training`` (an Indexed Job) or ``inference`` (a Deployment behind a Service)."""
+    """``training`` (an Indexed Job), ``inference`` (a Deployment behind a Service) or
+    ``worker-pool`` (a Deployment of Celery workers on the team Redis)."""
     image: Image
     """Pinned image (tag or digest) from an allowed registry."""
     command: list[str] = []
+    """Not for ``worker-pool``: the platform runs ``celery worker``."""
     args: list[str] = []
+    """For ``worker-pool``: more ``celery worker`` options (``--prefetch-multiplier=1``)."""
     env: EnvMap = {}
     """Extra environment; names the platform sets are rejected."""
     log_level: LogLevel = "info"
@@ -267,6 +334,8 @@ class WorkloadConfig(ConfigModel):
     """Only for ``kind: training``; defaults apply when omitted."""
     inference: InferenceConfig | None = None
     """Only for ``kind: inference``; defaults apply when omitted."""
+    worker_pool: WorkerPoolConfig | None = None
+    """Only for ``kind: worker-pool``, and required there (it names the Celery app)."""
 
     @property
     def training_settings(self) -> TrainingConfig:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from components.workloads.worker_pool import MAX_SURGE
+
 from ..config.errors import plural
 from ..config.quantity import parse_quantity
-from .config import WorkloadConfig
+from .config import DependencyConfig, WorkloadConfig
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,13 @@ def limit_of(request: str, limit: str | None) -> Decimal:
 def workload_demand(workload: WorkloadConfig, floor: bool = False) -> WorkloadDemand:
     """Peak demand (``floor``: an inference service at its minimum replicas, no surge)."""
     resources = workload.resources
+    dependencies: list[DependencyConfig] = []
     if workload.kind == "training":
         pods = workload.training_settings.nodes
-        dependencies = []
+    elif workload.kind == "worker-pool":
+        pool = workload.worker_pool
+        low, high = (pool.min_replicas, pool.max_replicas) if pool else (1, 1)
+        pods = low if floor else high + MAX_SURGE  # a rollout adds one before it stops one
     else:
         settings = workload.inference_settings
         pods = settings.min_replicas if floor else settings.max_replicas + settings.max_surge

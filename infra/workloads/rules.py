@@ -1,5 +1,5 @@
-"""Cross-field rules of training jobs and inference services: references, GPU sharing, volumes,
-quotas and queues.
+"""Cross-field rules of training jobs, inference services and worker pools: references, GPU
+sharing, volumes, quotas, queues and what a worker pool needs (KEDA to autoscale).
 
 Each reads only what ``WorkloadPlatform`` declares; demand comes from ``demand.py``, pool
 capacity from ``infra.gpu.capacity``.
@@ -22,11 +22,13 @@ from components.predicates import (
 )
 from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
+from components.workloads.worker_pool import RESERVED_ENV as WORKER_RESERVED_ENV
 
 from ..config.errors import ConfigIssue, entry_ref, plural
 from ..config.partial import by_name, parsed, repeats
 from ..config.quantity import parse_quantity, show_amount
 from ..config.views import (
+    HasAutoscaling,
     HasNodePools,
     HasPriorityClasses,
     HasQueueing,
@@ -53,7 +55,14 @@ from .demand import limit_of, workload_demand
 
 
 class WorkloadPlatform(
-    HasTeams, HasNodePools, HasPriorityClasses, HasStorage, HasQueueing, HasWorkloads, Protocol
+    HasTeams,
+    HasNodePools,
+    HasPriorityClasses,
+    HasStorage,
+    HasQueueing,
+    HasAutoscaling,
+    HasWorkloads,
+    Protocol,
 ):
     """What the workload rules read."""
 
@@ -82,6 +91,8 @@ def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
     """What the workload's component sets itself, dependency addresses included."""
     if workload.kind == "training":
         return frozenset(TRAINING_RESERVED_ENV)
+    if workload.kind == "worker-pool":
+        return frozenset(WORKER_RESERVED_ENV)
     dependencies = workload.inference_settings.stateful_dependencies
     return INFERENCE_RESERVED_ENV | dependency_env(d.name for d in dependencies)
 
@@ -110,10 +121,13 @@ def unique_workload_names(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
 def workload_kind_settings(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
     for index, workload in parsed(config.workloads):
         path = ("workloads", index)
-        if workload.kind == "training" and workload.inference is not None:
-            yield ConfigIssue((*path, "inference"), "only for kind 'inference'")
-        if workload.kind == "inference" and workload.training is not None:
-            yield ConfigIssue((*path, "training"), "only for kind 'training'")
+        for block, key, kind in (
+            (workload.training, "training", "training"),
+            (workload.inference, "inference", "inference"),
+            (workload.worker_pool, "workerPool", "worker-pool"),
+        ):
+            if block is not None and workload.kind != kind:
+                yield ConfigIssue((*path, key), f"only for kind {kind!r}")
         resources = workload.resources
         for resource, limit_key in (("cpu", "cpuLimit"), ("memory", "memoryLimit")):
             request = getattr(resources, resource)
@@ -142,7 +156,7 @@ def workload_kind_settings(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
         else:
             shm = workload.inference_settings.shm_size or "0"
             shm_path = ("inference", "shmSize")
-        if parse_quantity(shm) >= memory_limit:
+        if workload.kind != "worker-pool" and parse_quantity(shm) >= memory_limit:
             yield ConfigIssue(
                 (*path, *shm_path),
                 f"shared memory {shm} would take all of the {shown_limit} memory limit (a "
@@ -150,6 +164,47 @@ def workload_kind_settings(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             )
         if workload.kind == "inference":
             yield from _inference_settings(workload, path)
+        if workload.kind == "worker-pool":
+            yield from _worker_pool_settings(workload, path, config.autoscaling.keda.enabled)
+
+
+def _worker_pool_settings(
+    workload: WorkloadConfig, path: tuple[str | int, ...], keda: bool
+) -> Iterator[ConfigIssue]:
+    settings = workload.worker_pool
+    if settings is None:
+        yield ConfigIssue(
+            (*path, "workerPool"),
+            "required for kind 'worker-pool': name the Celery app (workerPool.app)",
+        )
+        return
+    if workload.command:
+        yield ConfigIssue(
+            (*path, "command"),
+            "a worker pool runs 'celery -A <app> worker'; put extra worker options in args",
+        )
+    where = (*path, "workerPool")
+    if settings.min_replicas > settings.max_replicas:
+        yield ConfigIssue(
+            (*where, "minReplicas"),
+            f"minReplicas {settings.min_replicas} exceeds maxReplicas {settings.max_replicas}",
+        )
+    if settings.autoscale and not keda:
+        yield ConfigIssue(
+            (*where, "autoscale"),
+            "autoscaling on the queue length needs KEDA: set ai-platform:autoscaling.keda.enabled "
+            "to true, or autoscale to false (a fixed minReplicas pods)",
+        )
+    if not settings.autoscale and settings.min_replicas == 0:
+        yield ConfigIssue(
+            (*where, "minReplicas"),
+            "0 runs no worker without autoscale; set minReplicas >= 1 or autoscale: true",
+        )
+    for position, first in repeats(list(settings.queues)):
+        yield ConfigIssue(
+            (*where, "queues", position),
+            f"duplicate queue {settings.queues[position]!r} (first at queues[{first}])",
+        )
 
 
 def _inference_settings(
@@ -630,12 +685,14 @@ def workloads_fit_queues(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
         team, pool = found[1], found_pool[1]
         path = ("workloads", index)
         inference = workload.kind == "inference"
+        per_pod = workload.kind in ("inference", "worker-pool")  # Deployments: pod by pod
         if not config.queueing.enabled or (inference and not workload.inference_settings.queued):
             continue  # without Kueue every workload runs unqueued
         if team.queue is None:
-            if inference:
+            if per_pod:
+                key = ("inference", "queued") if inference else ("gpus",)
                 yield ConfigIssue(
-                    (*path, "inference", "queued"),
+                    (*path, *key),
                     f"team {team.name!r} has no Kueue queue "
                     f"({entry_ref('teams', team.name)}.queue)",
                 )
@@ -655,7 +712,7 @@ def workloads_fit_queues(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             )
             continue
         demand = workload_demand(workload)
-        pods = 1 if inference else demand.pods  # Kueue admits a Deployment pod by pod
+        pods = 1 if per_pod else demand.pods  # Kueue admits a Deployment pod by pod
         borrow = entry.borrowing_limit
         resource_name = pool_gpu_resource(pool)
         for key, needed, nominal, borrowing, name in (
@@ -683,7 +740,7 @@ def workloads_fit_queues(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
         ):
             if needed > nominal + borrowing:
                 show = functools.partial(show_amount, name)
-                what = "the job needs" if not inference else "one replica needs"
+                what = "the job needs" if not per_pod else "one replica needs"
                 yield ConfigIssue(
                     (*path, *key),
                     f"{what} {show(needed)} {name} at once, more than the queue of team "

@@ -41,10 +41,16 @@ from .shared import (
     WORKLOAD_TYPE_INFERENCE,
     WORKLOAD_TYPE_LABEL,
     WORKLOAD_TYPE_TRAINING,
+    WORKLOAD_TYPE_WORKER,
 )
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
-WORKLOAD_TYPES: Final = (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION, WORKLOAD_TYPE_INFERENCE)
+WORKLOAD_TYPES: Final = (
+    WORKLOAD_TYPE_TRAINING,
+    WORKLOAD_TYPE_EVALUATION,
+    WORKLOAD_TYPE_INFERENCE,
+    WORKLOAD_TYPE_WORKER,
+)
 DEFAULT_PRIORITY_CLASSES: Final = ("critical", "high", "normal", "batch-low")
 """The platform's default PriorityClasses (``ai-platform:priorityClasses`` defaults)."""
 
@@ -525,11 +531,14 @@ def _check_workload_type(args: ResourceValidationArgs, report: ReportViolation, 
 
 gpu_workload_type_label = resource_policy(
     name="gpu-workload-type-label",
-    description="Pods that request GPUs say whether they are training, evaluation or inference.",
+    description=(
+        "Pods that request GPUs say whether they are training, evaluation, inference or worker."
+    ),
     category=Category.GPU,
     severity=Severity.LOW,
     remediation=(
-        f"Label the pod template with {WORKLOAD_TYPE_LABEL}: training, evaluation or inference. "
+        f"Label the pod template with {WORKLOAD_TYPE_LABEL}: training, evaluation, inference or "
+        "worker. "
         "Storage, probe and disruption policies, dashboards and showback key on it."
     ),
     check=_check_workload_type,

@@ -392,6 +392,111 @@ job_lifecycle = resource_policy(
 )
 
 
+# --- scaledobject-bounds (stack) -----------------------------------------------------------------
+SCALED_OBJECT: Final = "keda.sh/ScaledObject"
+SCALE_TARGET_KINDS: Final = frozenset({"Deployment", "StatefulSet"})
+"""What a team's ScaledObject may scale: its own Deployments and StatefulSets (``apps/v1``)."""
+KEDA_DEFAULT_MAX_REPLICAS: Final = 100
+"""KEDA's ``maxReplicaCount`` when a ScaledObject sets none."""
+
+
+class ScaledObjectSettings(NamedTuple):
+    max_replicas: int
+    system: frozenset[str]
+
+
+def _targets_in_stack(resources: list[PolicyResource]) -> set[tuple[str, str, str]]:
+    return {
+        (effective_namespace(r.props), kind, name_of(r.props))
+        for r in resources
+        for kind in SCALE_TARGET_KINDS
+        if is_kind(r.resource_type, f"apps/{kind}")
+    }
+
+
+def _check_scaled_objects(
+    args: StackValidationArgs, report: ReportViolation, settings: ScaledObjectSettings
+) -> None:
+    targets = _targets_in_stack(args.resources)
+    for resource in args.resources:
+        if not is_kind(resource.resource_type, SCALED_OBJECT):
+            continue
+        namespace = effective_namespace(resource.props)
+        if namespace in settings.system:
+            continue
+        name = name_of(resource.props)
+        spec = as_map(resource.props.get("spec"))
+        ref = as_map(spec.get("scaleTargetRef"))
+        kind = as_str(ref.get("kind")) or "Deployment"
+        api_version = as_str(ref.get("apiVersion")) or "apps/v1"
+        target = as_str(ref.get("name")) or ""
+        what = f'ScaledObject "{name}" in namespace "{namespace}"'
+        if kind not in SCALE_TARGET_KINDS or api_version != "apps/v1":
+            report(
+                f"{what} scales {api_version} {kind} {target!r}; a team's ScaledObject scales "
+                "an apps/v1 Deployment or StatefulSet of its namespace",
+                resource.urn,
+            )
+        elif (namespace, kind, target) not in targets:
+            report(
+                f"{what} scales {kind} {target!r}, which this stack does not define in that "
+                "namespace",
+                resource.urn,
+            )
+        raw_max = spec.get("maxReplicaCount")
+        maximum = as_int(raw_max) if raw_max is not None else KEDA_DEFAULT_MAX_REPLICAS
+        minimum = as_int(spec.get("minReplicaCount")) or 0
+        if maximum is None:
+            continue
+        if maximum > settings.max_replicas:
+            shown = (
+                f"maxReplicaCount {maximum}"
+                if raw_max is not None
+                else (f"no maxReplicaCount (KEDA's default, {KEDA_DEFAULT_MAX_REPLICAS})")
+            )
+            report(
+                f"{what} has {shown}, above the limit of {settings.max_replicas}",
+                resource.urn,
+            )
+        if minimum > maximum:
+            report(
+                f"{what} has minReplicaCount {minimum} above maxReplicaCount {maximum}",
+                resource.urn,
+            )
+
+
+scaledobject_bounds = stack_policy(
+    name="scaledobject-bounds",
+    description=(
+        "A team's KEDA ScaledObject scales a Deployment or StatefulSet of its own namespace "
+        "that the stack defines, within a bounded maxReplicaCount."
+    ),
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Point spec.scaleTargetRef at an apps/v1 Deployment or StatefulSet the stack defines in "
+        "the ScaledObject's namespace, and set spec.maxReplicaCount (at most maxReplicas) and "
+        "minReplicaCount no higher. Without a bound, a queue that floods scales to KEDA's "
+        "default of 100 pods."
+    ),
+    check=_check_scaled_objects,
+    knobs=Knobs(
+        {
+            "maxReplicas": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 50,
+                "description": "Largest maxReplicaCount a ScaledObject may set.",
+            },
+            "systemNamespaces": system_namespaces_knob(),
+        },
+        lambda raw: ScaledObjectSettings(
+            int_value(raw.get("maxReplicas"), 50), namespaces(raw, "systemNamespaces")
+        ),
+    ),
+)
+
+
 # --- hpa-replica-bounds ---------------------------------------------------------------------------
 def _check_hpa(args: ResourceValidationArgs, report: ReportViolation, floor: int) -> None:
     name = name_of(args.props)

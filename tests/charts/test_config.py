@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import KUEUE, MONITORING_CHARTS
+from components.charts import KEDA, KUEUE, MONITORING_CHARTS
 from infra.config import ConfigError, PlatformConfig, validate_platform_config
 from tests.charts.conftest import write_mirror
 from tests.harness import stack_config
@@ -64,7 +64,7 @@ def test_relative_directories_resolve_against_the_project_root(
 
 
 def test_only_the_charts_the_stack_installs_must_be_there(tmp_path: Path) -> None:
-    folder = write_mirror(tmp_path / "charts", [KUEUE])
+    folder = write_mirror(tmp_path / "charts", [KUEUE, KEDA])
     _validate(
         {"source": "directory", "directory": str(folder)},
         gpuStack={"enabled": False},
@@ -79,6 +79,8 @@ def test_every_missing_chart_is_named_with_its_version(tmp_path: Path) -> None:
         f"{folder}/gpu-operator/v25.10.1/Chart.yaml",
         f"Pulumi.dev.yaml: ai-platform:charts.directory: kueue {KUEUE.version} is missing: no "
         f"{folder}/kueue/{KUEUE.version}/Chart.yaml",
+        f"Pulumi.dev.yaml: ai-platform:charts.directory: keda {KEDA.version} is missing: no "
+        f"{folder}/keda/{KEDA.version}/Chart.yaml",
     ]
 
 

@@ -1,4 +1,4 @@
-"""The Kueue and GPU operator namespaces are default-deny too: who reaches their pods, proved
+"""The Kueue, KEDA and GPU operator namespaces are default-deny too: who reaches their pods, proved
 with tools/netpol.py on the rendered prod policies (the monitoring stack's included)."""
 
 from __future__ import annotations
@@ -7,7 +7,20 @@ from typing import Any
 
 import pytest
 
-from components.constants import GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, MONITORING_NAMESPACE
+from components.constants import (
+    GPU_OPERATOR_NAMESPACE,
+    KEDA_METRICS_APISERVER,
+    KEDA_METRICS_APISERVER_PORT,
+    KEDA_METRICS_SERVICE_PORT,
+    KEDA_NAMESPACE,
+    KEDA_OPERATOR,
+    KEDA_OPERATOR_METRICS_PORT,
+    KEDA_POD_LABEL,
+    KEDA_WEBHOOK_PORT,
+    KEDA_WEBHOOKS,
+    KUEUE_NAMESPACE,
+    MONITORING_NAMESPACE,
+)
 from components.monitoring.constants import (
     COMPONENT_PROMETHEUS,
     DCGM_EXPORTER_PORT,
@@ -17,6 +30,7 @@ from components.monitoring.constants import (
     MONITORING_COMPONENT_LABEL,
 )
 from components.network_policies import KUEUE_VISIBILITY_PORT, KUEUE_WEBHOOK_PORT
+from components.team_redis import REDIS_PORT, REDIS_SERVICE, redis_server_selector
 from tests.harness import run_stack
 from tools.mockrun import MockRun
 from tools.netpol import Cluster, ContainerPort, Endpoint, kube_dns
@@ -48,6 +62,26 @@ OPERATOR = Endpoint(
 INTRUDER = Endpoint(name="intruder", namespace="research", labels={"app": "x"})
 
 
+def _keda(component: str, port: int) -> Endpoint:
+    return Endpoint(
+        name=component,
+        namespace=KEDA_NAMESPACE,
+        labels={KEDA_POD_LABEL: component},
+        ports=(ContainerPort(port),),
+    )
+
+
+KEDA_OPERATOR_POD = _keda(KEDA_OPERATOR, KEDA_METRICS_SERVICE_PORT)
+KEDA_METRICS_POD = _keda(KEDA_METRICS_APISERVER, KEDA_METRICS_APISERVER_PORT)
+KEDA_WEBHOOKS_POD = _keda(KEDA_WEBHOOKS, KEDA_WEBHOOK_PORT)
+TEAM_REDIS = Endpoint(
+    name=REDIS_SERVICE,
+    namespace="research",
+    labels=redis_server_selector(),
+    ports=(ContainerPort(REDIS_PORT),),
+)
+
+
 def cluster(run: MockRun[Any]) -> Cluster:
     endpoints = [
         kube_dns(),
@@ -56,6 +90,10 @@ def cluster(run: MockRun[Any]) -> Cluster:
         DCGM,
         OPERATOR,
         INTRUDER,
+        KEDA_OPERATOR_POD,
+        KEDA_METRICS_POD,
+        KEDA_WEBHOOKS_POD,
+        TEAM_REDIS,
         Endpoint.external(API_SERVER, ports=[ContainerPort(443), ContainerPort(6443)]),
         Endpoint.external("8.8.8.8", ports=[ContainerPort(443)]),
     ]
@@ -109,3 +147,36 @@ def test_without_monitoring_nothing_may_scrape(prod_config) -> None:
     }
     controller = run.find("NetworkPolicy", "kueue-controller", KUEUE_NAMESPACE).inputs["spec"]
     assert len(controller["ingress"]) == 1  # the API server only
+
+
+def test_the_api_server_reaches_kedas_metrics_api_and_webhooks_and_nothing_else(
+    prod: Cluster,
+) -> None:
+    api_server = prod.endpoint(API_SERVER)
+    assert prod.can_connect(api_server, KEDA_METRICS_POD, KEDA_METRICS_APISERVER_PORT).allowed
+    assert prod.can_connect(api_server, KEDA_WEBHOOKS_POD, KEDA_WEBHOOK_PORT).allowed
+    assert not prod.can_connect(api_server, KEDA_OPERATOR_POD, KEDA_METRICS_SERVICE_PORT).allowed
+    for source in (INTRUDER, PROMETHEUS, KUEUE):
+        for target, port in (
+            (KEDA_METRICS_POD, KEDA_METRICS_APISERVER_PORT),
+            (KEDA_WEBHOOKS_POD, KEDA_WEBHOOK_PORT),
+            (KEDA_OPERATOR_POD, KEDA_METRICS_SERVICE_PORT),
+        ):
+            assert not prod.can_connect(source, target, port).allowed, (source.name, target.name)
+
+
+def test_kedas_metrics_api_asks_the_operator_which_reads_the_team_redis(prod: Cluster) -> None:
+    assert prod.can_connect(KEDA_METRICS_POD, KEDA_OPERATOR_POD, KEDA_METRICS_SERVICE_PORT).allowed
+    # The egress side is KEDA's; the team Redis's own policy decides what it admits.
+    assert prod.can_connect(KEDA_OPERATOR_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
+    assert not prod.can_connect(KEDA_OPERATOR_POD, INTRUDER, REDIS_PORT).egress.allowed
+    assert not prod.can_connect(KEDA_WEBHOOKS_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
+    assert not prod.can_connect(KEDA_METRICS_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
+    for pod in (KEDA_OPERATOR_POD, KEDA_METRICS_POD, KEDA_WEBHOOKS_POD):
+        assert prod.can_connect(pod, prod.endpoint(API_SERVER), 443).allowed, pod.name
+        assert not prod.can_connect(pod, prod.endpoint("8.8.8.8"), 443).allowed, pod.name
+
+
+def test_prometheus_scrapes_the_keda_operator(prod: Cluster) -> None:
+    assert prod.can_connect(PROMETHEUS, KEDA_OPERATOR_POD, KEDA_OPERATOR_METRICS_PORT).allowed
+    assert not prod.can_connect(INTRUDER, KEDA_OPERATOR_POD, KEDA_OPERATOR_METRICS_PORT).allowed

@@ -35,6 +35,12 @@ def _delete(path: str) -> Mutation:
     return mutate
 
 
+def _duplicate_research(config: dict[str, Any]) -> None:
+    """teams[2] renamed research, without its worker pool (which would name a lost team)."""
+    config["teams"][2]["name"] = "research"
+    del config["workloads"][4]
+
+
 def _priority_classes(**changes: dict[str, Any]) -> list[dict[str, Any]]:
     classes: list[dict[str, Any]] = [
         {"name": "critical", "value": 100000},
@@ -77,7 +83,7 @@ BAD_CONFIGS: list[tuple[str, Mutation, str]] = [
     ),
     (
         "duplicate team name",
-        _set("teams.2.name", "research"),
+        _duplicate_research,
         "ai-platform:teams[research].name: duplicate team name 'research' (first used by "
         "teams[0]); it is teams[2], one of 2 entries named 'research'",
     ),

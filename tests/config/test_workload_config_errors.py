@@ -1,8 +1,9 @@
 """Bad ``ai-platform:workloads`` config fails with the key path and an exact message.
 
 Indices refer to the checked-in stacks: workloads[0] llama-finetune and [1] llama-eval (team
-research), [2] llm-chat and [3] embeddings (team search-serving); teams[0] research,
-teams[1] search-serving, teams[2] platform.
+research), [2] llm-chat and [3] embeddings (team search-serving), and on dev [4]
+pipeline-workers (team platform's worker pool); teams[0] research, teams[1] search-serving,
+teams[2] platform.
 """
 
 from __future__ import annotations
@@ -41,7 +42,81 @@ DEFAULT_QUEUE_CPU = (
 )
 """search-serving's GPU queue may take 16 + 8 of its 32 CPUs: its default queue admits 8."""
 
+WORKERS = "ai-platform:workloads[pipeline-workers]"
+
 BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
+    # --- worker pools -----------------------------------------------------------------------------
+    (
+        "worker pool without its block",
+        "dev",
+        _delete("workloads.4.workerPool"),
+        f"{WORKERS}.workerPool: required for kind 'worker-pool': name the Celery app "
+        "(workerPool.app)",
+    ),
+    (
+        "worker pool block on a training job",
+        "dev",
+        _set("workloads.0.workerPool", {"app": "x"}),
+        "ai-platform:workloads[llama-finetune].workerPool: only for kind 'worker-pool'",
+    ),
+    (
+        "worker pool with a command",
+        "dev",
+        _set("workloads.4.command", ["python", "-m", "x"]),
+        f"{WORKERS}.command: a worker pool runs 'celery -A <app> worker'; put extra worker "
+        "options in args",
+    ),
+    (
+        "worker pool app not a module path",
+        "dev",
+        _set("workloads.4.workerPool.app", "pipelines; rm -rf /"),
+        f"{WORKERS}.workerPool.app: must be a Python module path as 'celery -A' takes it, "
+        "optionally with ':attribute' ('pipelines.celery_app', 'pipelines.app:celery'), got "
+        "'pipelines; rm -rf /'",
+    ),
+    (
+        "worker pool min above max",
+        "dev",
+        _set("workloads.4.workerPool.minReplicas", 5),
+        f"{WORKERS}.workerPool.minReplicas: minReplicas 5 exceeds maxReplicas 3",
+    ),
+    (
+        "worker pool autoscaling without KEDA",
+        "dev",
+        _set("autoscaling", {"keda": {"enabled": False}}),
+        f"{WORKERS}.workerPool.autoscale: autoscaling on the queue length needs KEDA: set "
+        "ai-platform:autoscaling.keda.enabled to true, or autoscale to false (a fixed "
+        "minReplicas pods)",
+    ),
+    (
+        "worker pool at zero without autoscaling",
+        "dev",
+        _all(
+            _set("workloads.4.workerPool.autoscale", False),
+            _set("workloads.4.workerPool.minReplicas", 0),
+        ),
+        f"{WORKERS}.workerPool.minReplicas: 0 runs no worker without autoscale; set "
+        "minReplicas >= 1 or autoscale: true",
+    ),
+    (
+        "worker pool queue twice",
+        "dev",
+        _set("workloads.4.workerPool.queues", ["ingest", "embed", "ingest"]),
+        f"{WORKERS}.workerPool.queues[2]: duplicate queue 'ingest' (first at queues[0])",
+    ),
+    (
+        "worker pool queue with a comma",
+        "dev",
+        _set("workloads.4.workerPool.queues", ["ingest,embed"]),
+        f"{WORKERS}.workerPool.queues[0]: must be a Celery queue name: letters, digits, '_', "
+        "'.', ':' and '-' (no commas: -Q takes a comma-separated list), got 'ingest,embed'",
+    ),
+    (
+        "worker pool sets the broker itself",
+        "dev",
+        _set("workloads.4.env", {"CELERY_BROKER_URL": "redis://elsewhere"}),
+        f"{WORKERS}.env.CELERY_BROKER_URL: is set by the platform; remove it",
+    ),
     # --- shape ------------------------------------------------------------------------------------
     (
         "name not a DNS-1035 label",
@@ -59,8 +134,8 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "unknown kind",
         "dev",
         _set("workloads.0.kind", "batch"),
-        "ai-platform:workloads[llama-finetune].kind: must be one of 'training' or 'inference', "
-        "got 'batch'",
+        "ai-platform:workloads[llama-finetune].kind: must be one of 'training', 'inference' or "
+        "'worker-pool', got 'batch'",
     ),
     (
         "typo in a training key",
@@ -600,14 +675,15 @@ def test_bad_workload_config_names_path_and_problem(
     assert lines == [f"{source}: {line}" for line in wanted]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_checked_in_workloads_are_valid(stack: str) -> None:
+@pytest.mark.parametrize(("stack", "extra"), [("dev", ["pipeline-workers"]), ("prod", [])])
+def test_checked_in_workloads_are_valid(stack: str, extra: list[str]) -> None:
     config = validate_platform_config(stack_config(stack), f"Pulumi.{stack}.yaml")
     assert [w.name for w in config.workloads] == [
         "llama-finetune",
         "llama-eval",
         "llm-chat",
         "embeddings",
+        *extra,
     ]
 
 

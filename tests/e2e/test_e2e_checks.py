@@ -8,9 +8,12 @@ from typing import Any
 
 import yaml
 
+from infra.autoscaling.config import AutoscalingConfig
+from infra.config import validate_platform_config
+from tests.harness import stack_config
 from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, SECRET, UNKNOWN, compare
 from tools.e2e.readback import check_objects, subset_problems
-from tools.e2e.run import drift
+from tools.e2e.run import cluster_overrides, drift
 from tools.e2e.stack import derive
 
 URN = "urn:pulumi:dev::ai-platform::aiplatform:x:Y$kubernetes:core/v1:ConfigMap::cm"
@@ -151,3 +154,24 @@ def test_the_e2e_stack_differs_from_its_source_only_as_listed(tmp_path: Path):
     untouched = set(original) - {"ai-platform:monitoring", "ai-platform:charts"}
     assert {k: written[k] for k in untouched} == {k: original[k] for k in untouched}
     assert (stack.project_dir / "infra").resolve() == Path(__file__).resolve().parents[2] / "infra"
+
+
+def test_a_nested_override_changes_only_its_leaf_and_keda_only_where_installed(tmp_path: Path):
+    """KEDA's webhooks are KWOK pods in the e2e: a stack with KEDA gets their failure policy as
+    one listed difference, keeping every other KEDA setting; a stack without KEDA gets none."""
+    root = Path(__file__).resolve().parents[2]
+    prod = validate_platform_config(stack_config("prod"), "Pulumi.prod.yaml")
+    overrides = cluster_overrides(Path("/m"), Path("/k"), prod)
+    stack = derive("prod", work_dir=tmp_path / "e2e", overrides=overrides)
+    written = yaml.safe_load(stack.stack_file.read_text(encoding="utf-8"))["config"]
+    original = yaml.safe_load((root / "Pulumi.prod.yaml").read_text(encoding="utf-8"))["config"]
+    keda = dict(original["ai-platform:autoscaling"]["keda"], webhookFailurePolicy="Ignore")
+    assert written["ai-platform:autoscaling"] == {"keda": keda}
+    changed = [c.key for c in stack.changes if not c.secret]
+    assert changed == [
+        "ai-platform:cluster.kubeconfig",
+        "ai-platform:charts",
+        "ai-platform:autoscaling.keda.webhookFailurePolicy",
+    ]
+    without = prod.model_copy(update={"autoscaling": AutoscalingConfig()})
+    assert "autoscaling" not in cluster_overrides(Path("/m"), Path("/k"), without)

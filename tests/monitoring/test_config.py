@@ -56,7 +56,12 @@ def test_defaults_are_a_small_dev_stack() -> None:
     assert config.fluent_bit.log_level == "info"
     assert config.fluent_bit.drop_debug_logs
     assert config.alertmanager.receivers == []
-    assert config.service_monitors.model_dump() == {"dcgm": True, "kueue": True, "inference": True}
+    assert config.service_monitors.model_dump() == {
+        "dcgm": True,
+        "kueue": True,
+        "keda": True,
+        "inference": True,
+    }
 
 
 def test_keys_are_camel_case_and_unknown_keys_are_named() -> None:

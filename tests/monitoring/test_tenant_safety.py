@@ -20,7 +20,7 @@ from infra.field_ownership import PATCH_FORCE_ANNOTATION
 from tools.mockrun import MockRun
 
 TEAMS = {"research": "research", "search-serving": "search-serving", "platform": "platform"}
-PLATFORM_NAMESPACES = {"monitoring", "logging", "gpu-operator", "kueue-system"}
+PLATFORM_NAMESPACES = {"monitoring", "logging", "gpu-operator", "kueue-system", "keda"}
 
 
 def values(run: MockRun[Any], release: str) -> dict[str, Any]:

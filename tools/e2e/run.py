@@ -64,17 +64,26 @@ def bad_manifest(namespace: str) -> dict[str, Any]:
 BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
-def cluster_overrides(charts: Path, kubeconfig: Path) -> dict[str, Any]:
+def cluster_overrides(
+    charts: Path, kubeconfig: Path, config: PlatformConfig | None = None
+) -> dict[str, Any]:
     """What the e2e stack changes, and why: the local cluster's kubeconfig (named in the stack,
-    so nothing depends on the environment) and charts from a local mirror (the fake cluster
-    has no way out); nothing else."""
-    return {
+    so nothing depends on the environment), charts from a local mirror (the fake cluster has no
+    way out), and for a stack with KEDA its webhooks' failure policy (its processes are KWOK
+    pods here: nothing serves the webhooks, docs/e2e.md); nothing else."""
+    overrides: dict[str, Any] = {
         "cluster": ({"kubeconfig": str(kubeconfig)}, "the local cluster's kubeconfig"),
         "charts": (
             {"source": "directory", "directory": str(charts)},
             "charts from a local mirror (no traffic beyond loopback)",
         ),
     }
+    if config is not None and config.autoscaling.keda.enabled:
+        overrides["autoscaling"] = (
+            {"keda": {"webhookFailurePolicy": "Ignore"}},
+            "KEDA's webhooks run as KWOK pods here: nothing serves them",
+        )
+    return overrides
 
 
 def policy_config(stack: str, pack: Path = PROJECT_ROOT / "policies") -> Path:
@@ -164,6 +173,7 @@ class E2E:
                 overrides=cluster_overrides(
                     assemble_mirror(self.work_dir / "charts", shared_dir() / "charts"),
                     cluster.kubeconfig,
+                    cluster.config,
                 ),
             )
             step.detail += [c.describe() for c in self.e2e_stack.changes]

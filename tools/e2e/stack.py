@@ -114,8 +114,9 @@ def derive(
     """Write the e2e project for ``Pulumi.<stack>.yaml``.
 
     ``overrides`` maps top-level config keys (without the project prefix) to a ``(value,
-    reason)`` pair, merged one level deep into the source's mapping: the chart source, and what
-    a fake cluster cannot do. Anything else is copied as it is.
+    reason)`` pair, merged key by key into the source's mappings (one change per value that
+    differs): the chart source, and what a fake cluster cannot do. Anything else is copied as
+    it is.
     """
     source = source or PROJECT_ROOT / f"Pulumi.{stack}.yaml"
     StackFile(source)  # the same checks as the preview: a bad stack file fails here, clearly
@@ -135,17 +136,17 @@ def derive(
                 )
             )
 
-    for key, (value, reason) in overrides.items():
-        full = f"{_PREFIX}{key}"
-        current = config.get(full)
+    def merge(target: dict[str, Any], key: str, value: Any, path: str, reason: str) -> None:
+        current = target.get(key)
         if isinstance(current, dict) and isinstance(value, dict):
             for sub, sub_value in value.items():
-                if current.get(sub) != sub_value:
-                    current[sub] = sub_value
-                    result.changes.append(Change(f"{full}.{sub}", sub_value, reason))
+                merge(current, sub, sub_value, f"{path}.{sub}", reason)
         elif current != value:
-            config[full] = value
-            result.changes.append(Change(full, value, reason))
+            target[key] = value
+            result.changes.append(Change(path, value, reason))
+
+    for key, (value, reason) in overrides.items():
+        merge(config, f"{_PREFIX}{key}", value, f"{_PREFIX}{key}", reason)
 
     project = result.project_dir
     project.mkdir(parents=True, exist_ok=True)
