@@ -97,6 +97,7 @@ SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
 KUEUE_NAMESPACE: Final = "kueue-system"
 KEDA_NAMESPACE: Final = "keda"
+KUBERAY_NAMESPACE: Final = "ray-system"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
@@ -111,6 +112,7 @@ PLATFORM_NAMESPACES: Final = frozenset(
         GPU_OPERATOR_NAMESPACE,
         KUEUE_NAMESPACE,
         KEDA_NAMESPACE,
+        KUBERAY_NAMESPACE,
         MONITORING_NAMESPACE,
         LOGGING_NAMESPACE,
     }
@@ -230,6 +232,23 @@ KEDA_METRICS_APISERVER_PORT: Final = 6443
 """The metrics API server's container port (``service.portHttpsTarget``); its Service is 443."""
 KEDA_WEBHOOK_PORT: Final = 9443
 """The admission webhook server's container port."""
+# --- KubeRay: the operator and the Ray clusters of the teams ------------------------------------
+KUBERAY_CHART: Final = "kuberay-operator"
+KUBERAY_CHART_REPO: Final = "https://ray-project.github.io/kuberay-helm/"
+KUBERAY_CHART_VERSION: Final = "1.7.0"
+"""Pinned once, chart and operator alike (the chart's image tag is ``v<version>``); serves
+``ray.io/v1``."""
+KUBERAY_RELEASE: Final = "kuberay-operator"
+RAY_API_VERSION: Final = "ray.io/v1"
+RAY_NODE_TYPE_LABEL: Final = "ray.io/node-type"
+"""Set by KubeRay on every Ray pod: ``head`` or ``worker``."""
+RAY_CLUSTER_LABEL: Final = "ray.io/cluster"
+"""Set by KubeRay on every pod of a RayCluster: the cluster's name."""
+RAY_METRICS_PORT: Final = 8080
+"""Ray's ``metrics-export-port`` on head and workers (KubeRay names the container port
+``metrics``); what Prometheus scrapes."""
+RAY_DASHBOARD_PORT: Final = 8265
+"""The head's dashboard and job API: the operator and the RayJob submitter call it."""
 
 # --- Training jobs and inference services ---------------------------------------------------------
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"

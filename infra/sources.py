@@ -14,6 +14,7 @@ from components.data_volume import DataVolume
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_operator import GpuOperator
 from components.keda import Keda
+from components.kuberay import KubeRayOperator
 from components.kueue import DefaultQueue, Kueue, TeamQueue
 from components.monitoring.stack import MonitoringStack
 from components.priority_classes import PriorityClasses
@@ -34,6 +35,7 @@ STORAGE_CLASSES = "storage"
 GPU_OPERATOR = "gpu-operator"
 KUEUE = "kueue"
 KEDA = "keda"
+KUBERAY = "kuberay"
 MONITORING = "monitoring"
 EXTRA_MANIFESTS = "extra"
 """Logical names of the components the stack has one of."""
@@ -75,6 +77,7 @@ def config_sources(
         (GpuOperator.__name__, GPU_OPERATOR): ("gpuStack",),
         (Kueue.__name__, KUEUE): ("queueing",),
         (Keda.__name__, KEDA): ("autoscaling", "keda"),
+        (KubeRayOperator.__name__, KUBERAY): ("ray",),
         (MonitoringStack.__name__, MONITORING): ("monitoring",),
         (RawManifests.__name__, EXTRA_MANIFESTS): ("extraManifests",),
     }

@@ -26,6 +26,7 @@ from .outputs import (
     WorkloadOutputs,
 )
 from .queueing import build as queueing
+from .ray import build as ray
 from .scheduling import build as scheduling
 from .storage import build as storage_build
 from .tenancy import build as tenancy
@@ -69,6 +70,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     gpu_operator = gpu.gpu_operator(config, pools, network, on_cluster)
     kueue = queueing.kueue(config, pools, network, on_cluster)
     keda = autoscaling.keda(config, network, on_cluster)
+    ray.kuberay_operator(config, network, on_cluster)
 
     teams: dict[str, TeamOutputs] = {}
     tenants: dict[str, Tenant] = {}

@@ -16,6 +16,7 @@ DOMAINS = (
     "gpu",
     "queueing",
     "autoscaling",
+    "ray",
     "workloads",
     "monitoring",
     "manifests",

@@ -60,6 +60,7 @@ SHARED: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
             "KUEUE_NAMESPACE",
             "KEDA_NAMESPACE",
             "KEDA_API_VERSION",
+            "KUBERAY_NAMESPACE",
             "MONITORING_NAMESPACE",
             "LOGGING_NAMESPACE",
             "TEAM_ADMIN_ROLE",

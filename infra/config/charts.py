@@ -16,12 +16,21 @@ from typing import Literal, Protocol
 import yaml
 from pydantic import Field
 
-from components.charts import GPU_OPERATOR, KEDA, KUEUE, MONITORING_CHARTS, Chart, ChartSource
+from components.charts import (
+    GPU_OPERATOR,
+    KEDA,
+    KUBERAY,
+    KUEUE,
+    MONITORING_CHARTS,
+    Chart,
+    ChartSource,
+)
 
 from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuStackConfig
 from ..monitoring.config import MonitoringConfig
 from ..queueing.config import QueueingConfig
+from ..ray.config import RayConfig
 from .base import ConfigModel
 from .errors import ConfigIssue
 
@@ -62,6 +71,9 @@ class ChartedPlatform(Protocol):
     @property
     def autoscaling(self) -> AutoscalingConfig: ...
 
+    @property
+    def ray(self) -> RayConfig: ...
+
 
 _DIRECTORY = ("charts", "directory")
 
@@ -73,6 +85,8 @@ def installed_charts(config: ChartedPlatform) -> list[Chart]:
         charts.append(KUEUE)
     if config.autoscaling.keda.enabled:
         charts.append(KEDA)
+    if config.ray.enabled:
+        charts.append(KUBERAY)
     if config.monitoring.enabled:
         charts.extend(MONITORING_CHARTS)
     return charts

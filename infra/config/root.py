@@ -11,6 +11,7 @@ from ..gpu.config import GpuNodePoolConfig, GpuStackConfig
 from ..manifests.config import EscapeHatchConfig
 from ..monitoring.config import MonitoringConfig
 from ..queueing.config import QueueingConfig
+from ..ray.config import RayConfig
 from ..scheduling.config import DEFAULT_PRIORITY_CLASSES, PriorityClassConfig
 from ..storage.config import StorageConfig
 from ..tenancy.config import TeamConfig
@@ -46,6 +47,8 @@ class PlatformConfig(ConfigModel):
     autoscaling: AutoscalingConfig = AutoscalingConfig()
     """What the autoscalers read: KEDA, which scales worker pools on their queue length.
     Default: KEDA not installed."""
+    ray: RayConfig = RayConfig()
+    """The KubeRay operator, for Ray clusters and Ray jobs. Default: not installed."""
     workloads: list[WorkloadConfig] = []
     """Training jobs and inference services, each naming its team. Default: none."""
     monitoring: MonitoringConfig = MonitoringConfig()

@@ -14,6 +14,7 @@ from ..gpu import rules as gpu
 from ..manifests import rules as manifests
 from ..monitoring import rules as monitoring
 from ..queueing import rules as queueing
+from ..ray import rules as ray
 from ..scheduling import rules as scheduling
 from ..storage import rules as storage
 from ..tenancy import rules as tenancy
@@ -33,6 +34,7 @@ ALL_RULES: tuple[Rule, ...] = (
     *queueing.RULES,
     *autoscaling.RULES,
     *workloads.RULES,
+    *ray.RULES,
     *monitoring.RULES,
     *manifests.RULES,
     *CHART_RULES,

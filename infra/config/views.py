@@ -14,6 +14,7 @@ from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuNodePoolConfig
 from ..monitoring.config import MonitoringConfig
 from ..queueing.config import QueueingConfig
+from ..ray.config import RayConfig
 from ..scheduling.config import PriorityClassConfig
 from ..storage.config import StorageConfig
 from ..tenancy.config import TeamConfig
@@ -64,3 +65,8 @@ class HasWorkloads(Protocol):
 class HasMonitoring(Protocol):
     @property
     def monitoring(self) -> MonitoringConfig: ...
+
+
+class HasRay(Protocol):
+    @property
+    def ray(self) -> RayConfig: ...

@@ -10,19 +10,20 @@ from typing import Any
 import pytest
 import yaml
 
-from components import gpu_operator, keda, kueue
+from components import gpu_operator, keda, kuberay, kueue
 from components.charts import (
     FLUENT_BIT,
     GPU_OPERATOR,
     KEDA,
     KUBE_PROMETHEUS_STACK,
+    KUBERAY,
     KUEUE,
     LOKI,
     Chart,
     ChartImage,
     merge_values,
 )
-from components.constants import GPU_OPERATOR_RELEASE, KEDA_RELEASE, KUEUE_RELEASE
+from components.constants import GPU_OPERATOR_RELEASE, KEDA_RELEASE, KUBERAY_RELEASE, KUEUE_RELEASE
 from components.monitoring import values as monitoring_values
 from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
 from tests.harness import ROOT
@@ -35,6 +36,7 @@ RELEASES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
     GPU_OPERATOR_RELEASE: (GPU_OPERATOR, gpu_operator.CHART_IMAGES),
     KUEUE_RELEASE: (KUEUE, kueue.CHART_IMAGES),
     KEDA_RELEASE: (KEDA, keda.CHART_IMAGES),
+    KUBERAY_RELEASE: (KUBERAY, kuberay.CHART_IMAGES),
     KPS_RELEASE: (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
     LOKI_RELEASE: (LOKI, monitoring_values.LOKI_IMAGES),
     FLUENT_BIT_RELEASE: (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),

@@ -30,6 +30,7 @@ TEMPLATE_ONLY: frozenset[str] = frozenset(
         "grafana.persistence.storageClassName",
         "loki.storage.bucketNames",
         "loki.limits_config.retention_period",
+        "resources.requests",
     }
 )
 """Keys the charts' templates read that their values.yaml does not list (checked by hand)."""

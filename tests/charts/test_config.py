@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import KEDA, KUEUE, MONITORING_CHARTS
+from components.charts import KEDA, KUBERAY, KUEUE, MONITORING_CHARTS
 from infra.config import ConfigError, PlatformConfig, validate_platform_config
 from tests.charts.conftest import write_mirror
 from tests.harness import stack_config
@@ -69,6 +69,7 @@ def test_only_the_charts_the_stack_installs_must_be_there(tmp_path: Path) -> Non
         {"source": "directory", "directory": str(folder)},
         gpuStack={"enabled": False},
         monitoring={"enabled": False},
+        ray={"enabled": False},
     )
 
 
@@ -81,6 +82,8 @@ def test_every_missing_chart_is_named_with_its_version(tmp_path: Path) -> None:
         f"{folder}/kueue/{KUEUE.version}/Chart.yaml",
         f"Pulumi.dev.yaml: ai-platform:charts.directory: keda {KEDA.version} is missing: no "
         f"{folder}/keda/{KEDA.version}/Chart.yaml",
+        f"Pulumi.dev.yaml: ai-platform:charts.directory: kuberay-operator {KUBERAY.version} is "
+        f"missing: no {folder}/kuberay-operator/{KUBERAY.version}/Chart.yaml",
     ]
 
 
