@@ -242,6 +242,8 @@ KUBERAY_RELEASE: Final = "kuberay-operator"
 RAY_API_VERSION: Final = "ray.io/v1"
 RAY_NODE_TYPE_LABEL: Final = "ray.io/node-type"
 """Set by KubeRay on every Ray pod: ``head`` or ``worker``."""
+RAY_NODE_LABEL: Final = "ray.io/is-ray-node"
+"""``"yes"`` on every Ray pod KubeRay creates: what the Ray PodMonitor selects."""
 RAY_CLUSTER_LABEL: Final = "ray.io/cluster"
 """Set by KubeRay on every pod of a RayCluster: the cluster's name."""
 RAY_METRICS_PORT: Final = 8080

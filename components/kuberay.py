@@ -43,9 +43,9 @@ from .network_policies import (
     SystemNetwork,
     controller_namespace,
     create_policies,
-    ports,
     prometheus_peer,
 )
+from .network_rules import labelled_namespaces_peer, pod_selector, ports
 
 OPERATOR_POD_LABELS: Final = {"app.kubernetes.io/name": KUBERAY_RELEASE}
 """What the chart puts on the operator's pod (``nameOverride``): the NetworkPolicies select it."""
@@ -103,7 +103,7 @@ def chart_values(args: KubeRayOperatorArgs) -> dict[str, Any]:
 def kuberay_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
     """The operator calls the API server and the Ray heads' dashboard in team namespaces (RayJob
     submission and status); only Prometheus reaches it, on its metrics port."""
-    operator = {"matchLabels": dict(OPERATOR_POD_LABELS)}
+    operator = pod_selector(OPERATOR_POD_LABELS)
     found = [
         *controller_namespace(namespace, network),
         PolicySpec(
@@ -116,10 +116,8 @@ def kuberay_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]
                     {
                         "to": [
                             {
-                                "namespaceSelector": {
-                                    "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
-                                },
-                                "podSelector": {"matchLabels": {RAY_NODE_TYPE_LABEL: "head"}},
+                                **labelled_namespaces_peer(TEAM_LABEL),
+                                "podSelector": pod_selector({RAY_NODE_TYPE_LABEL: "head"}),
                             }
                         ],
                         "ports": ports([RAY_DASHBOARD_PORT]),

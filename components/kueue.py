@@ -111,8 +111,14 @@ def cluster_queue_name(team: str) -> str:
     return f"{CLUSTER_QUEUE_PREFIX}{team}"
 
 
-def manager_config(fair_sharing: bool) -> dict[str, Any]:
-    """Kueue's controller Configuration (the chart's default, plus fair sharing)."""
+ELASTIC_JOBS_GATE = "ElasticJobsViaWorkloadSlices"
+"""Kueue's feature gate (alpha, off by default) for jobs that grow and shrink while admitted:
+a RayCluster of a namespace Kueue manages may use the Ray autoscaler only with it on."""
+
+
+def manager_config(fair_sharing: bool, elastic_jobs: bool = False) -> dict[str, Any]:
+    """Kueue's controller Configuration (the chart's default, plus fair sharing, plus elastic
+    jobs for autoscaled Ray clusters)."""
     config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -137,6 +143,8 @@ def manager_config(fair_sharing: bool) -> dict[str, Any]:
         config["fairSharing"] = {
             "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
         }
+    if elastic_jobs:
+        config["featureGates"] = {ELASTIC_JOBS_GATE: True}
     return config
 
 
@@ -167,6 +175,8 @@ class KueueArgs:
     """Mirrors of the cluster's PriorityClasses (same names and values)."""
     fair_sharing: bool = True
     """Preemption-based fair sharing between the cohort's ClusterQueues (by weight)."""
+    elastic_jobs: bool = False
+    """Admit jobs that resize while running (autoscaled Ray clusters), slice by slice."""
     service_monitor: bool = False
     """Let the chart create Kueue's ServiceMonitor (needs the Prometheus operator CRDs)."""
     chart: Chart = KUEUE
@@ -197,7 +207,7 @@ def chart_values(args: KueueArgs) -> dict[str, Any]:
         "enablePrometheus": args.service_monitor,
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(
-                manager_config(args.fair_sharing), sort_keys=False
+                manager_config(args.fair_sharing, args.elastic_jobs), sort_keys=False
             )
         },
     }

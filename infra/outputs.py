@@ -29,17 +29,19 @@ class WorkloadOutputs(OutputModel):
     """How to find and reach one of the team's workloads."""
 
     kind: str
-    """``training``, ``inference`` or ``worker-pool``."""
+    """``training``, ``inference``, ``worker-pool``, ``ray-cluster`` or ``ray-job``."""
     workload_type: str
     """``training``, ``evaluation``, ``inference`` or ``worker`` (the workload-type label)."""
     object_name: str
-    """Name of the Job (training) or Deployment (inference, worker pool) in the team's
-    namespace."""
+    """Name of the Job (training), Deployment (inference, worker pool), RayCluster or RayJob in
+    the team's namespace."""
     service_host: str | None = None
-    """``<svc>.<ns>.svc.cluster.local``: an inference Service, or a multi-node job's headless
-    Service (worker ``i`` is ``<job>-<i>.<serviceHost>``); None for single-node jobs."""
+    """``<svc>.<ns>.svc.cluster.local``: an inference Service, a multi-node job's headless
+    Service (worker ``i`` is ``<job>-<i>.<serviceHost>``) or a Ray cluster's head Service;
+    None for single-node jobs and Ray jobs."""
     port: int | None = None
-    """Serving port of an inference Service, rendezvous port of a multi-node job."""
+    """Serving port of an inference Service, rendezvous port of a multi-node job, Ray client
+    port of a Ray cluster (``ray://<serviceHost>:<port>``)."""
     dependency_hosts: dict[str, str] = {}
     """Stateful dependency name → its headless Service's DNS name."""
     checkpoint_claim: str | None = None

@@ -22,6 +22,7 @@ from components.raw_manifests import RawManifests
 from components.storage_classes import StorageClasses
 from components.team_namespace import TeamNamespace
 from components.workloads import InferenceService, TrainingJob
+from components.workloads.ray import RayCluster, RayJob
 from components.workloads.worker_pool import WorkerPool
 
 from .config import PlatformConfig
@@ -94,9 +95,13 @@ def config_sources(
                 ("teams", index, "volumes", position),
             )
     for index, workload in enumerate(config.workloads):
-        kind = {"training": TrainingJob, "inference": InferenceService}.get(
-            workload.kind, WorkerPool
-        )
+        kind = {
+            "training": TrainingJob,
+            "inference": InferenceService,
+            "worker-pool": WorkerPool,
+            "ray-cluster": RayCluster,
+            "ray-job": RayJob,
+        }[workload.kind]
         components.setdefault((kind.__name__, workload_name(workload)), ("workloads", index))
     objects: dict[ObjectKey, tuple[PathPart, ...]] = {}
     for index, pc in enumerate(config.priority_classes):

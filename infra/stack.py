@@ -70,7 +70,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     gpu_operator = gpu.gpu_operator(config, pools, network, on_cluster)
     kueue = queueing.kueue(config, pools, network, on_cluster)
     keda = autoscaling.keda(config, network, on_cluster)
-    ray.kuberay_operator(config, network, on_cluster)
+    kuberay = ray.kuberay_operator(config, network, on_cluster)
 
     teams: dict[str, TeamOutputs] = {}
     tenants: dict[str, Tenant] = {}
@@ -90,7 +90,13 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         owner = tenants[workload.team]
         contract = pools[workload.gpus.pool].contract if workload.gpus else None
         component = workloads_build.deploy_workload(
-            workload, owner, contract, config, provider, [keda.release] if keda else []
+            workload,
+            owner,
+            contract,
+            config,
+            provider,
+            keda=[keda.release] if keda else [],
+            ray_operator=kuberay.release if kuberay else None,
         )
         workloads.setdefault(workload.team, {})[workload.name] = workloads_build.workload_outputs(
             workload, component, owner.config.namespace_name

@@ -161,6 +161,8 @@ class ScrapeSpec:
     keda: bool = True
     keda_namespace: str = KEDA_NAMESPACE
     inference: bool = True
+    ray: bool = False
+    """A PodMonitor for every Ray head and worker of the teams (needs the KubeRay operator)."""
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ from components.constants import (
     PSA_ENFORCE_LABEL,
     PSA_PRIVILEGED,
     PSA_WARN_LABEL,
+    RAY_CLUSTER_LABEL,
+    RAY_NODE_LABEL,
+    RAY_NODE_TYPE_LABEL,
     SYSTEM_NAMESPACE_LABEL,
     TEAM_LABEL,
     WORKLOAD_TYPE_INFERENCE,
@@ -124,6 +127,7 @@ __all__ = [
     "NetworkSpec",
     "PrometheusSpec",
     "ScrapeSpec",
+    "pod_monitor_specs",
     "rule_files_groups",
     "service_monitor_specs",
 ]
@@ -200,6 +204,44 @@ def service_monitor_specs(scrape: ScrapeSpec) -> dict[str, dict[str, Any]]:
                 "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}],
             },
             "endpoints": [{"port": INFERENCE_METRICS_PORT_NAME, "path": "/metrics"}],
+        }
+    return specs
+
+
+def _meta(label: str) -> str:
+    """A pod label as Prometheus's Kubernetes discovery names it (``a.b/c-d`` → ``a_b_c_d``)."""
+    return "".join(c if c.isalnum() else "_" for c in label)
+
+
+def pod_monitor_specs(scrape: ScrapeSpec) -> dict[str, dict[str, Any]]:
+    """PodMonitor name → spec, for team pods no Service fronts: every Ray head and worker (the
+    team label tells them from anything else KubeRay labels), on Ray's ``metrics`` port."""
+    specs: dict[str, dict[str, Any]] = {}
+    if scrape.ray:
+        specs["ray-nodes"] = {
+            "namespaceSelector": {"any": True},
+            "selector": {
+                "matchLabels": {RAY_NODE_LABEL: "yes"},
+                "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}],
+            },
+            "podMetricsEndpoints": [
+                {
+                    "port": METRICS_PORT_NAME,
+                    "path": "/metrics",
+                    # What the Ray alerts group by: the cluster, head or worker, the team.
+                    "relabelings": [
+                        {
+                            "sourceLabels": [f"__meta_kubernetes_pod_label_{_meta(key)}"],
+                            "targetLabel": target,
+                        }
+                        for key, target in (
+                            (RAY_CLUSTER_LABEL, "ray_cluster"),
+                            (RAY_NODE_TYPE_LABEL, "ray_node_type"),
+                            (TEAM_LABEL, "team"),
+                        )
+                    ],
+                }
+            ],
         }
     return specs
 
@@ -409,15 +451,19 @@ class MonitoringStack(pulumi.ComponentResource):
                 spec={"groups": groups},
                 opts=after_crds,
             )
-        for monitor, spec in service_monitor_specs(args.scrape).items():
-            k8s.apiextensions.CustomResource(
-                f"{name}-servicemonitor-{monitor}",
-                api_version=MONITORING_API_VERSION,
-                kind="ServiceMonitor",
-                metadata={"name": monitor, "namespace": mon, "labels": selected},
-                spec=spec,
-                opts=after_crds,
-            )
+        for kind, monitors in (
+            ("ServiceMonitor", service_monitor_specs(args.scrape)),
+            ("PodMonitor", pod_monitor_specs(args.scrape)),
+        ):
+            for monitor, spec in monitors.items():
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{kind.lower()}-{monitor}",
+                    api_version=MONITORING_API_VERSION,
+                    kind=kind,
+                    metadata={"name": monitor, "namespace": mon, "labels": selected},
+                    spec=spec,
+                    opts=after_crds,
+                )
 
         # --- Network policies ------------------------------------------------------------------
         policies: list[tuple[str, PolicySpec]] = [

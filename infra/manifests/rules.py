@@ -122,6 +122,8 @@ def platform_namespaces(config: Any) -> dict[str, str]:
         found[KUEUE_NAMESPACE] = f"Kueue ({PROJECT}:queueing)"
     if config.autoscaling.keda.enabled:
         found[KEDA_NAMESPACE] = f"KEDA ({PROJECT}:autoscaling.keda)"
+    if config.ray.enabled:
+        found[config.ray.namespace] = f"the KubeRay operator ({PROJECT}:ray)"
     if config.monitoring.enabled:
         found[config.monitoring.namespace] = f"the monitoring stack ({PROJECT}:monitoring)"
         found[config.monitoring.logging_namespace] = f"the logging stack ({PROJECT}:monitoring)"

@@ -65,6 +65,7 @@ def monitoring_stack_args(
     gpu_stack_enabled: bool = True,
     queueing_enabled: bool = True,
     keda_enabled: bool = False,
+    ray_enabled: bool = False,
     dcgm_namespace_ready: Sequence[pulumi.Resource] = (),
     chart_source: ChartSource = PUBLIC_REPOSITORIES,
     registry_mirror: str | None = None,
@@ -141,6 +142,7 @@ def monitoring_stack_args(
             kueue=config.service_monitors.kueue and queueing_enabled,
             keda=config.service_monitors.keda and keda_enabled,
             inference=config.service_monitors.inference,
+            ray=config.service_monitors.ray and ray_enabled,
         ),
         network=NetworkSpec(
             api_server_cidrs=tuple(config.network.api_server_cidrs),
@@ -172,6 +174,7 @@ def monitoring_stack(
         gpu_stack_enabled=config.gpu_stack.enabled,
         queueing_enabled=config.queueing.enabled,
         keda_enabled=config.autoscaling.keda.enabled,
+        ray_enabled=config.ray.enabled,
         dcgm_namespace_ready=[gpu_operator] if gpu_operator else [],
         chart_source=config.charts.chart_source,
         registry_mirror=config.images.registry_mirror,

@@ -279,6 +279,9 @@ class ServiceMonitorsConfig(ConfigModel):
     pool's queue length (the Celery backlog alert reads them)."""
     inference: bool = True
     """Every team Service labelled ``aiplatform.io/workload-type: inference``."""
+    ray: bool = True
+    """Every Ray head and worker of the teams (port ``metrics``, 8080), when the stack installs
+    the KubeRay operator (``ai-platform:ray``)."""
 
 
 class MonitoringNetworkConfig(ConfigModel):

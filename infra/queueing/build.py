@@ -104,6 +104,8 @@ def kueue(
             for pc in config.priority_classes
         ],
         fair_sharing=config.queueing.fair_sharing,
+        # Autoscaled Ray clusters are elastic jobs to Kueue (components.workloads.ray).
+        elastic_jobs=config.ray.enabled,
         service_monitor=config.queueing.service_monitor,
         chart_source=config.charts.chart_source,
         registry_mirror=config.images.registry_mirror,

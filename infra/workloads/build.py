@@ -1,11 +1,11 @@
-"""Training jobs, inference services and worker pools: config -> ``TrainingJobArgs`` /
-``InferenceServiceArgs`` / ``WorkerPoolArgs`` -> components, and the names the outputs
-publish."""
+"""Training jobs, inference services, worker pools and Ray workloads: config ->
+``TrainingJobArgs`` / ``InferenceServiceArgs`` / ``WorkerPoolArgs`` / ``RayClusterArgs`` /
+``RayJobArgs`` -> components, and the names the outputs publish."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pulumi
@@ -36,12 +36,22 @@ from components.workloads import (
     WorkerPoolArgs,
     service_dns_name,
 )
+from components.workloads.ray import (
+    RAY_PORTS,
+    RayCluster,
+    RayClusterArgs,
+    RayJob,
+    RayJobArgs,
+)
 
 from ..config.root import PlatformConfig
 from ..outputs import WorkloadOutputs
 from ..sources import workload_name
 from ..tenancy.config import TeamConfig
-from .config import ComputeConfig, EgressConfig, WorkloadConfig
+from .config import RAY_KINDS, ComputeConfig, EgressConfig, WorkloadConfig
+
+RAY_CLIENT_PORT = RAY_PORTS["ray-client-server-port"]
+"""What a Ray cluster's output publishes: ``ray.init("ray://<serviceHost>:<port>")``."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +261,45 @@ def inference_service_args(
     )
 
 
+def ray_args(
+    workload: WorkloadConfig,
+    owner: Tenant,
+    contract: SchedulingContract | None,
+    config: PlatformConfig,
+    after: Sequence[pulumi.Resource],
+) -> RayClusterArgs | RayJobArgs:
+    """A Ray workload: the workers are its pods, the head has its own resources."""
+    ray = workload.ray_settings
+    assert ray is not None  # a ray-job without its block is a config error
+    fewest, most = workload.ray_workers
+    monitoring = config.monitoring
+    cluster = RayClusterArgs(
+        **pod_fields(workload, owner, contract, config),
+        shm_size=ray.shm_size,
+        head_resources=_compute(ray.head.resources),
+        min_workers=fewest,
+        max_workers=most,
+        gcs_fault_tolerance=ray.gcs_fault_tolerance,
+        api_server_cidrs=tuple(monitoring.network.api_server_cidrs),
+        operator_namespace=config.ray.namespace,
+        monitoring_namespace=monitoring.namespace if monitoring.enabled else None,
+        kueue_managed=config.queueing.enabled,
+        depends_on=tuple(after),
+        idle_timeout_seconds=workload.ray_cluster_settings.idle_timeout_seconds,
+    )
+    job = workload.ray_job
+    if job is None:
+        return cluster
+    return RayJobArgs(
+        **{f.name: getattr(cluster, f.name) for f in fields(cluster)},
+        entrypoint=job.entrypoint,
+        runtime_env=dict(job.runtime_env),
+        backoff_limit=job.backoff_limit,
+        active_deadline_seconds=job.active_deadline_seconds,
+        ttl_seconds_after_finished=job.ttl_seconds_after_finished,
+    )
+
+
 def deploy_workload(
     workload: WorkloadConfig,
     owner: Tenant,
@@ -258,9 +307,11 @@ def deploy_workload(
     config: PlatformConfig,
     provider: k8s.Provider,
     keda: Sequence[pulumi.Resource] = (),
-) -> TrainingJob | InferenceService | WorkerPool:
+    ray_operator: pulumi.Resource | None = None,
+) -> TrainingJob | InferenceService | WorkerPool | RayCluster:
     """One workload in its team's namespace, after the team's queue and the volumes it mounts
-    (and a worker pool's KEDA objects after KEDA, ``keda``)."""
+    (a worker pool's KEDA objects after KEDA, ``keda``; a Ray workload after the KubeRay
+    operator, ``ray_operator``: its CRDs come with it)."""
     claims: set[str | None] = set()
     if workload.kind == "training":
         settings = workload.training_settings
@@ -282,11 +333,17 @@ def deploy_workload(
         after.append(owner.default_queue.local_queue)
     after += [volume for name, volume in owner.volumes.items() if name in claims]
     name = workload_name(workload)
+    if workload.kind in RAY_KINDS:
+        if ray_operator is not None:
+            after.append(ray_operator)
+        args = ray_args(workload, owner, contract, config, after)
+        kind = RayJob if isinstance(args, RayJobArgs) else RayCluster
+        return kind(name, args, pulumi.ResourceOptions(provider=provider))
     if workload.kind == "training":
         # The job's objects wait, not the component: a checkpoint claim it creates would
         # otherwise depend on all of the above (TrainingJobArgs.depends_on says why).
-        args = training_job_args(workload, owner, contract, config, after)
-        return TrainingJob(name, args, pulumi.ResourceOptions(provider=provider))
+        job_args = training_job_args(workload, owner, contract, config, after)
+        return TrainingJob(name, job_args, pulumi.ResourceOptions(provider=provider))
     opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
     if workload.kind == "worker-pool":
         return WorkerPool(name, worker_pool_args(workload, owner, contract, config, keda), opts)
@@ -295,11 +352,20 @@ def deploy_workload(
 
 def workload_outputs(
     workload: WorkloadConfig,
-    component: TrainingJob | InferenceService | WorkerPool,
+    component: TrainingJob | InferenceService | WorkerPool | RayCluster,
     namespace: str,
 ) -> WorkloadOutputs:
     """Names other programs use to reach the workload (``<svc>.<ns>.svc.cluster.local``), as
     the component named its objects."""
+    if isinstance(component, RayCluster):
+        cluster = not isinstance(component, RayJob)
+        return WorkloadOutputs(
+            kind=workload.kind,
+            workload_type="training",
+            object_name=component.object_name,
+            service_host=service_dns_name(component.head_service, namespace) if cluster else None,
+            port=RAY_CLIENT_PORT if cluster else None,
+        )
     if isinstance(component, TrainingJob):
         settings = workload.training_settings
         service = component.service_name

@@ -1,18 +1,18 @@
-"""``ai-platform:workloads``: training jobs, inference services and worker pools, each naming
-its team.
+"""``ai-platform:workloads``: training jobs, inference services, worker pools, Ray clusters and
+Ray jobs, each naming its team.
 
 Common settings (image, resources, GPUs, priority, egress) sit on the workload; what only one
-kind has sits in its block, ``training:``, ``inference:`` or ``workerPool:``. Cross-field rules
-(the team, pool, volumes, storage classes and priority class exist; requests fit the team's
-quota and queue) are in ``rules.py``, what a workload holds in ``demand.py``, the mapping to
-components in ``build.py``.
+kind has sits in its block, ``training:``, ``inference:``, ``workerPool:``, ``rayCluster:`` or
+``rayJob:``. Cross-field rules (the team, pool, volumes, storage classes and priority class
+exist; requests fit the team's quota and queue) are in ``rules.py``, what a workload holds in
+``demand.py``, the mapping to components in ``build.py``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -25,7 +25,9 @@ from ..config.base import ConfigModel, DnsLabel
 from ..config.quantity import Quantity
 from ..tenancy.config import AccessMode, EnvMap
 
-WorkloadKind = Literal["training", "inference", "worker-pool"]
+WorkloadKind = Literal["training", "inference", "worker-pool", "ray-cluster", "ray-job"]
+RAY_KINDS: tuple[WorkloadKind, ...] = ("ray-cluster", "ray-job")
+"""The kinds the KubeRay operator runs (``ai-platform:ray``)."""
 TrainingWorkloadType = Literal["training", "evaluation"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 NodeSpread = Literal["DoNotSchedule", "ScheduleAnyway"]
@@ -303,6 +305,64 @@ class WorkerPoolConfig(ConfigModel):
     """How often the probes ping the worker; each ping starts a ``celery`` process."""
 
 
+class RayHeadConfig(ConfigModel):
+    """The Ray head: the cluster's GCS, dashboard and job API. It runs no tasks and no GPUs."""
+
+    resources: ComputeConfig = ComputeConfig.model_validate({"cpu": "2", "memory": "8Gi"})
+    """CPU and memory of the head's Ray container (the autoscaler sidecar comes on top).
+    Default: 2 CPU / 8Gi."""
+
+
+class RayShapeConfig(ConfigModel):
+    """What every Ray workload has: a head, the object store's shared memory, GCS fault
+    tolerance."""
+
+    head: RayHeadConfig = RayHeadConfig()
+    shm_size: Quantity = "4Gi"
+    """``/dev/shm`` of every Ray pod (the object store lives there); counts against the memory
+    limit."""
+    gcs_fault_tolerance: bool = False
+    """Keep the head's GCS state in the team's Redis, so the workers and their actors survive a
+    head restart (the modern form of ``ray.init(redis_address=...)``); needs a team Redis."""
+
+
+class RayClusterConfig(RayShapeConfig):
+    """Settings of ``kind: ray-cluster`` workloads: a long-running cluster whose GPU workers the
+    Ray autoscaler sizes between ``minWorkers`` and ``maxWorkers`` (each worker: the workload's
+    ``resources`` and ``gpus``)."""
+
+    min_workers: int = Field(default=1, ge=0, le=64)
+    """Workers the cluster keeps (and Kueue admits at once, with the head): they must fit the
+    pool and the team's queue together."""
+    max_workers: int = Field(default=1, ge=1, le=64)
+    """Most workers the autoscaler adds; above ``minWorkers`` turns the autoscaler on."""
+    idle_timeout_seconds: int = Field(default=60, ge=0)
+    """How long a worker above the minimum idles before the autoscaler removes it."""
+
+    @property
+    def autoscaling(self) -> bool:
+        return self.max_workers > self.min_workers
+
+
+class RayJobConfig(RayShapeConfig):
+    """Settings of ``kind: ray-job`` workloads: a batch run that gets a cluster of its own, runs
+    ``entrypoint`` on it and deletes the cluster when the run ends."""
+
+    entrypoint: str = Field(min_length=1)
+    """What ``ray job submit`` runs, e.g. ``python train.py --num-workers=8``. Required."""
+    workers: int = Field(default=1, ge=0, le=64)
+    """Worker pods (fixed: a batch run gets what it asked for, all at once)."""
+    runtime_env: dict[str, Any] = {}
+    """Ray runtime environment (``pip``, ``env_vars``, ``working_dir``...), passed as
+    ``runtimeEnvYAML``. Default: none."""
+    backoff_limit: int = Field(default=0, ge=0, le=10)
+    """Retries of a failed run, each on a new cluster."""
+    active_deadline_seconds: int = Field(default=259200, ge=60)
+    """Wall-clock limit of the run (default three days)."""
+    ttl_seconds_after_finished: int = Field(default=86400, ge=0)
+    """How long the finished RayJob object stays (its cluster goes at once)."""
+
+
 class WorkloadConfig(ConfigModel):
     """One workload of one team."""
 
@@ -311,12 +371,14 @@ class WorkloadConfig(ConfigModel):
     team: DnsLabel
     """A team from ``ai-platform:teams``; the workload runs in its namespace."""
     kind: WorkloadKind
-    """``training`` (an Indexed Job), ``inference`` (a Deployment behind a Service) or
-    ``worker-pool`` (a Deployment of Celery workers on the team Redis)."""
+    """``training`` (an Indexed Job), ``inference`` (a Deployment behind a Service),
+    ``worker-pool`` (a Deployment of Celery workers on the team Redis), ``ray-cluster`` (a
+    RayCluster) or ``ray-job`` (a RayJob)."""
     image: Image
     """Pinned image (tag or digest) from an allowed registry."""
     command: list[str] = []
-    """Not for ``worker-pool``: the platform runs ``celery worker``."""
+    """Not for ``worker-pool`` (the platform runs ``celery worker``) nor for Ray kinds (KubeRay
+    starts Ray; a RayJob runs ``rayJob.entrypoint``)."""
     args: list[str] = []
     """For ``worker-pool``: more ``celery worker`` options (``--prefetch-multiplier=1``)."""
     env: EnvMap = {}
@@ -324,7 +386,7 @@ class WorkloadConfig(ConfigModel):
     log_level: LogLevel = "info"
     """``LOG_LEVEL``."""
     resources: ComputeConfig
-    """CPU and memory per worker or replica."""
+    """CPU and memory per worker or replica (for Ray: per worker; the head has its own)."""
     gpus: GpuRequestConfig | None = None
     """Omit for CPU-only workloads."""
     priority_class: str | None = None
@@ -336,6 +398,10 @@ class WorkloadConfig(ConfigModel):
     """Only for ``kind: inference``; defaults apply when omitted."""
     worker_pool: WorkerPoolConfig | None = None
     """Only for ``kind: worker-pool``, and required there (it names the Celery app)."""
+    ray_cluster: RayClusterConfig | None = None
+    """Only for ``kind: ray-cluster``; defaults apply when omitted."""
+    ray_job: RayJobConfig | None = None
+    """Only for ``kind: ray-job``, and required there (its ``entrypoint``)."""
 
     @property
     def training_settings(self) -> TrainingConfig:
@@ -344,3 +410,26 @@ class WorkloadConfig(ConfigModel):
     @property
     def inference_settings(self) -> InferenceConfig:
         return self.inference or InferenceConfig()
+
+    @property
+    def ray_cluster_settings(self) -> RayClusterConfig:
+        return self.ray_cluster or RayClusterConfig()
+
+    @property
+    def ray_settings(self) -> RayShapeConfig | None:
+        """The Ray block of a Ray kind (None for a ``ray-job`` without its block)."""
+        if self.kind == "ray-cluster":
+            return self.ray_cluster_settings
+        if self.kind == "ray-job":
+            return self.ray_job
+        return None
+
+    @property
+    def ray_workers(self) -> tuple[int, int]:
+        """(fewest, most) worker pods of a Ray kind at once: what Kueue admits first, and what
+        the autoscaler may reach."""
+        if self.kind == "ray-cluster":
+            settings = self.ray_cluster_settings
+            return settings.min_workers, max(settings.min_workers, settings.max_workers)
+        workers = self.ray_job.workers if self.ray_job else 1
+        return workers, workers

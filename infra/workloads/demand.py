@@ -1,6 +1,7 @@
 """What a workload holds at once: the one place workload demand is computed.
 
-The quota, queue and default-queue rules size a workload with :func:`workload_demand`.
+The quota, queue and default-queue rules size a workload with :func:`workload_demand`. A Ray
+workload's main pods are its workers; its head (with the autoscaler sidecar) is a side pod.
 """
 
 from __future__ import annotations
@@ -8,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from components.workloads.ray import AUTOSCALER_RESOURCES, SUBMITTER_RESOURCES
 from components.workloads.worker_pool import MAX_SURGE
 
 from ..config.errors import plural
 from ..config.quantity import parse_quantity
-from .config import DependencyConfig, WorkloadConfig
+from .config import RAY_KINDS, ComputeConfig, DependencyConfig, RayHeadConfig, WorkloadConfig
 
 
 @dataclass(frozen=True)
@@ -20,17 +22,21 @@ class WorkloadDemand:
     """What a workload holds at once: its main pods and its stateful dependencies."""
 
     pods: int
-    """Main pods: a job's workers, or an inference service's replicas (plus the surge)."""
+    """Main pods: a job's or a Ray cluster's workers, or an inference service's replicas (plus
+    the surge)."""
     cpu: Decimal
     """Per main pod (the preflight init container has the same, so it adds nothing)."""
     memory: Decimal
     memory_limit: Decimal
     gpus: int
     dependency_pods: int = 0
+    """Side pods: an inference service's stateful dependencies, a Ray workload's head."""
     dependency_cpu: Decimal = Decimal(0)
-    """Sum over dependency pods."""
+    """Sum over side pods."""
     dependency_memory: Decimal = Decimal(0)
     dependency_memory_limit: Decimal = Decimal(0)
+    side_noun: str = "dependency pod"
+    """What a side pod is called in messages."""
 
     def total(self, resource: str) -> Decimal:
         per_pod = {
@@ -45,7 +51,7 @@ class WorkloadDemand:
     def detail(self, resource: str, per_pod: str) -> str:
         text = f"{plural(self.pods, 'pod')} x {per_pod}"
         if self.dependency_pods and resource in ("cpu", "memory", "memory_limit"):
-            text += f" + {plural(self.dependency_pods, 'dependency pod')}"
+            text += f" + {plural(self.dependency_pods, self.side_noun)}"
         return text
 
 
@@ -54,9 +60,40 @@ def limit_of(request: str, limit: str | None) -> Decimal:
     return parse_quantity(limit or request)
 
 
+def _ray_side_pods(head: ComputeConfig, submitter: bool) -> tuple[Decimal, Decimal, Decimal]:
+    """CPU, memory and memory limit of a Ray workload's side pods: the head (its Ray container
+    and the autoscaler sidecar, counted whether it runs or not) and a Ray job's submitter."""
+    extra = [AUTOSCALER_RESOURCES, *([SUBMITTER_RESOURCES] if submitter else [])]
+    cpu = sum((parse_quantity(r.cpu) for r in extra), Decimal(0))
+    memory = sum((parse_quantity(r.memory) for r in extra), Decimal(0))
+    return (
+        parse_quantity(head.cpu) + cpu,
+        parse_quantity(head.memory) + memory,
+        limit_of(head.memory, head.memory_limit) + memory,
+    )
+
+
 def workload_demand(workload: WorkloadConfig, floor: bool = False) -> WorkloadDemand:
     """Peak demand (``floor``: an inference service at its minimum replicas, no surge)."""
     resources = workload.resources
+    ray = workload.ray_settings
+    if workload.kind in RAY_KINDS:
+        fewest, most = workload.ray_workers
+        head = _ray_side_pods(
+            ray.head.resources if ray else RayHeadConfig().resources, workload.kind == "ray-job"
+        )
+        return WorkloadDemand(
+            pods=fewest if floor else most,
+            cpu=parse_quantity(resources.cpu),
+            memory=parse_quantity(resources.memory),
+            memory_limit=limit_of(resources.memory, resources.memory_limit),
+            gpus=workload.gpus.count if workload.gpus else 0,
+            dependency_pods=2 if workload.kind == "ray-job" else 1,
+            dependency_cpu=head[0],
+            dependency_memory=head[1],
+            dependency_memory_limit=head[2],
+            side_noun="head/submitter pod" if workload.kind == "ray-job" else "head pod",
+        )
     dependencies: list[DependencyConfig] = []
     if workload.kind == "training":
         pods = workload.training_settings.nodes

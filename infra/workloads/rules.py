@@ -1,5 +1,6 @@
-"""Cross-field rules of training jobs, inference services and worker pools: references, GPU
-sharing, volumes, quotas, queues and what a worker pool needs (KEDA to autoscale).
+"""Cross-field rules of training jobs, inference services, worker pools and Ray workloads:
+references, GPU sharing, volumes, quotas, queues and what a worker pool needs (KEDA to
+autoscale).
 
 Each reads only what ``WorkloadPlatform`` declares; demand comes from ``demand.py``, pool
 capacity from ``infra.gpu.capacity``.
@@ -21,6 +22,7 @@ from components.predicates import (
     opens_everything,
 )
 from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
+from components.workloads.ray import RESERVED_ENV as RAY_RESERVED_ENV
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
 from components.workloads.worker_pool import RESERVED_ENV as WORKER_RESERVED_ENV
 
@@ -50,7 +52,7 @@ from ..queueing.config import default_queue_capacity
 from ..queueing.rules import queued
 from ..storage.config import StorageClassConfig
 from ..tenancy.config import TeamConfig
-from .config import CheckpointConfig, WorkloadConfig
+from .config import RAY_KINDS, CheckpointConfig, WorkloadConfig
 from .demand import limit_of, workload_demand
 
 
@@ -93,6 +95,8 @@ def _reserved_env(workload: WorkloadConfig) -> frozenset[str]:
         return frozenset(TRAINING_RESERVED_ENV)
     if workload.kind == "worker-pool":
         return frozenset(WORKER_RESERVED_ENV)
+    if workload.kind in RAY_KINDS:
+        return frozenset(RAY_RESERVED_ENV)
     dependencies = workload.inference_settings.stateful_dependencies
     return INFERENCE_RESERVED_ENV | dependency_env(d.name for d in dependencies)
 
@@ -125,9 +129,13 @@ def workload_kind_settings(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             (workload.training, "training", "training"),
             (workload.inference, "inference", "inference"),
             (workload.worker_pool, "workerPool", "worker-pool"),
+            (workload.ray_cluster, "rayCluster", "ray-cluster"),
+            (workload.ray_job, "rayJob", "ray-job"),
         ):
             if block is not None and workload.kind != kind:
                 yield ConfigIssue((*path, key), f"only for kind {kind!r}")
+        if workload.kind in RAY_KINDS:
+            yield from _ray_settings(workload, path)
         resources = workload.resources
         for resource, limit_key in (("cpu", "cpuLimit"), ("memory", "memoryLimit")):
             request = getattr(resources, resource)
@@ -150,9 +158,13 @@ def workload_kind_settings(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
                 )
         memory_limit = limit_of(resources.memory, resources.memory_limit)
         shown_limit = resources.memory_limit or resources.memory
+        ray = workload.ray_settings
         if workload.kind == "training":
             shm = workload.training_settings.shm_size
             shm_path: tuple[str, ...] = ("training", "shmSize")
+        elif ray is not None:
+            shm = ray.shm_size
+            shm_path = ("rayCluster" if workload.kind == "ray-cluster" else "rayJob", "shmSize")
         else:
             shm = workload.inference_settings.shm_size or "0"
             shm_path = ("inference", "shmSize")
@@ -204,6 +216,47 @@ def _worker_pool_settings(
         yield ConfigIssue(
             (*where, "queues", position),
             f"duplicate queue {settings.queues[position]!r} (first at queues[{first}])",
+        )
+
+
+def _ray_settings(workload: WorkloadConfig, path: tuple[str | int, ...]) -> Iterator[ConfigIssue]:
+    """A Ray workload: KubeRay starts Ray itself, a RayJob needs its block, the workers' range
+    is a range, and the head's shared memory fits its memory limit."""
+    for key, value in (("command", workload.command), ("args", workload.args)):
+        if value:
+            yield ConfigIssue(
+                (*path, key),
+                "not for Ray workloads: KubeRay starts Ray in every pod; a ray-job runs "
+                "rayJob.entrypoint",
+            )
+    if workload.kind == "ray-job" and workload.ray_job is None:
+        yield ConfigIssue((*path, "rayJob"), "required for kind 'ray-job' (its entrypoint)")
+    key = "rayCluster" if workload.kind == "ray-cluster" else "rayJob"
+    if workload.kind == "ray-cluster":
+        settings = workload.ray_cluster_settings
+        if settings.max_workers < settings.min_workers:
+            yield ConfigIssue(
+                (*path, key, "maxWorkers"),
+                f"maxWorkers {settings.max_workers} is below minWorkers {settings.min_workers}",
+            )
+    ray = workload.ray_settings
+    if ray is None:
+        return
+    head = ray.head.resources
+    for resource, limit_key in (("cpu", "cpuLimit"), ("memory", "memoryLimit")):
+        request = getattr(head, resource)
+        limit = getattr(head, f"{resource}_limit")
+        if limit is not None and parse_quantity(limit) < parse_quantity(request):
+            yield ConfigIssue(
+                (*path, key, "head", "resources", limit_key),
+                f"limit {limit} is below the request {request}",
+            )
+    if parse_quantity(ray.shm_size) >= limit_of(head.memory, head.memory_limit):
+        yield ConfigIssue(
+            (*path, key, "shmSize"),
+            f"shared memory {ray.shm_size} would take all of the head's "
+            f"{head.memory_limit or head.memory} memory limit (a memory-backed /dev/shm counts "
+            "against it)",
         )
 
 
@@ -312,11 +365,14 @@ def _distributed_on_shared_gpus(workload: WorkloadConfig, pool: GpuNodePoolConfi
 
 def gangs_fit_their_pool(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
     """A multi-node job runs all its workers at once or not at all (torchrun waits for every
-    rank): the pool must hold all of them together, whether Kueue admits the job or not."""
+    rank), and Kueue admits a Ray cluster's head with its minimum workers (a Ray job's with all
+    of them) at once: the pool must hold all of them together, whether Kueue admits the
+    workload or not."""
     pools = by_name(config.node_pools)
     for index, workload in parsed(config.workloads):
         found = pools.get(workload.gpus.pool) if workload.gpus else None
-        if workload.kind != "training" or workload.gpus is None or found is None:
+        gang = workload.kind == "training" or workload.kind in RAY_KINDS
+        if not gang or workload.gpus is None or found is None:
             continue
         pool, count = found[1], workload.gpus.count
         if (
@@ -325,19 +381,56 @@ def gangs_fit_their_pool(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             or _distributed_on_shared_gpus(workload, pool)
         ):
             continue  # reported by workload_gpus_fit_pools or the pool's own rules
-        workers = workload.training_settings.nodes
+        workers, key, whose, noun = _gang(workload)
         fits = gang_capacity(pool, count)
         if workers <= fits:
             continue
         resource = pool_gpu_resource(pool)
         per_node = pool_units_per_node(pool) // count
         yield ConfigIssue(
-            ("workloads", index, "training", "nodes"),
-            f"the job's {workers} workers x {count} {resource} must run at once, but pool "
+            ("workloads", index, *key),
+            f"{whose} {workers} workers x {count} {resource} must run at once, but pool "
             f"{pool.name!r} holds at most {fits}: {plural(pool.node_count, 'node')} "
             f"({node_bound(pool)}) x {plural(per_node, 'worker')} per node "
             f"({node_offer(pool)} / {count} per worker); it has {pool_capacity(pool)} "
-            f"{resource} in all, the job needs {workers * count}",
+            f"{resource} in all, the {noun} needs {workers * count}",
+        )
+
+
+def _gang(workload: WorkloadConfig) -> tuple[int, tuple[str, ...], str, str]:
+    """Workers that start together, the key that sets them, and (for messages) whose they are
+    and what the workload is called."""
+    if workload.kind == "ray-cluster":
+        minimum = workload.ray_workers[0]
+        return minimum, ("rayCluster", "minWorkers"), "the cluster's minimum", "cluster"
+    if workload.kind == "ray-job":
+        return workload.ray_workers[0], ("rayJob", "workers"), "the Ray job's", "Ray job"
+    return workload.training_settings.nodes, ("training", "nodes"), "the job's", "job"
+
+
+def team_has_redis(team: TeamConfig) -> bool:
+    """Whether the platform runs a Redis in the team's namespace (``components.team_redis``).
+    It runs none yet: every workload that needs one is refused until teams can ask for it."""
+    del team
+    return False
+
+
+def workloads_needing_redis_have_it(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
+    """GCS fault tolerance keeps a Ray head's state in the team's Redis: without one the head
+    could not start."""
+    teams = by_name(config.teams)
+    for index, workload in parsed(config.workloads):
+        ray = workload.ray_settings
+        found = teams.get(workload.team)
+        if ray is None or not ray.gcs_fault_tolerance or found is None:
+            continue
+        if team_has_redis(found[1]):
+            continue
+        key = "rayCluster" if workload.kind == "ray-cluster" else "rayJob"
+        yield ConfigIssue(
+            ("workloads", index, key, "gcsFaultTolerance"),
+            f"needs the Redis of team {workload.team!r}, and the team has none; turn "
+            "gcsFaultTolerance off (a head restart then restarts the cluster's work)",
         )
 
 
@@ -393,6 +486,8 @@ def workload_volumes(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             continue
         team = found[1]
         path = ("workloads", index)
+        if workload.kind in RAY_KINDS:
+            continue  # a Ray workload mounts no team volume
         if workload.kind == "training":
             settings = workload.training_settings
             workers = settings.nodes
@@ -602,7 +697,7 @@ def workload_claims_fit_team_quota(config: WorkloadPlatform) -> Iterator[ConfigI
                         1,
                     )
                 )
-        else:
+        elif workload.kind == "inference":
             for position, dep in enumerate(workload.inference_settings.stateful_dependencies):
                 claims.append(
                     (
@@ -711,28 +806,29 @@ def workloads_fit_queues(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
                 "Kueue never admits this workload",
             )
             continue
-        demand = workload_demand(workload)
-        pods = 1 if per_pod else demand.pods  # Kueue admits a Deployment pod by pod
+        # Kueue admits a Deployment pod by pod, a job's workers at once, and a Ray workload's
+        # head with its fewest workers at once (the autoscaler's extra workers come later).
+        demand = workload_demand(workload, floor=True)
         borrow = entry.borrowing_limit
         resource_name = pool_gpu_resource(pool)
         for key, needed, nominal, borrowing, name in (
             (
                 ("gpus", "count"),
-                Decimal(demand.gpus * pods),
+                Decimal(demand.gpus) if per_pod else demand.total("gpus"),
                 Decimal(entry.gpus),
                 Decimal(borrow.gpus or 0),
                 resource_name,
             ),
             (
                 ("resources", "cpu"),
-                demand.cpu * pods,
+                demand.cpu if per_pod else demand.total("cpu"),
                 parse_quantity(entry.cpu),
                 parse_quantity(borrow.cpu or "0"),
                 "cpu",
             ),
             (
                 ("resources", "memory"),
-                demand.memory * pods,
+                demand.memory if per_pod else demand.total("memory"),
                 parse_quantity(entry.memory),
                 parse_quantity(borrow.memory or "0"),
                 "memory",
@@ -740,7 +836,12 @@ def workloads_fit_queues(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
         ):
             if needed > nominal + borrowing:
                 show = functools.partial(show_amount, name)
-                what = "the job needs" if not per_pod else "one replica needs"
+                what = {
+                    "inference": "one replica needs",
+                    "worker-pool": "one replica needs",
+                    "ray-cluster": "the cluster's head and minimum workers need",
+                    "ray-job": "the Ray job's head and workers need",
+                }.get(workload.kind, "the job needs")
                 yield ConfigIssue(
                     (*path, *key),
                     f"{what} {show(needed)} {name} at once, more than the queue of team "
@@ -796,6 +897,7 @@ RULES = (
     workload_kind_settings,
     workload_gpus_fit_pools,
     gangs_fit_their_pool,
+    workloads_needing_redis_have_it,
     workload_priority_classes,
     workload_volumes,
     workloads_fit_team_quota,

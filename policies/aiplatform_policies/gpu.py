@@ -10,7 +10,7 @@ from typing import Any, Final, NamedTuple
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from .kube import as_map, as_seq, as_str, dig, fmt_num, labels_of, parse_quantity
-from .podspec import POD_TEMPLATE_PATHS, ContainerRef, PodView, pod_view
+from .podspec import POD_TEMPLATE_PATHS, RAY_KINDS, ContainerRef, PodView, pod_view, pod_views
 from .registry import (
     NO_KNOBS,
     Category,
@@ -45,6 +45,9 @@ from .shared import (
 )
 
 WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
+GPU_POD_KINDS: Final = WORKLOAD_KINDS | RAY_KINDS
+"""Kinds whose pod templates the GPU policies read: the workload kinds, and Ray clusters and
+jobs (every head, worker group and submitter template)."""
 WORKLOAD_TYPES: Final = (
     WORKLOAD_TYPE_TRAINING,
     WORKLOAD_TYPE_EVALUATION,
@@ -119,6 +122,17 @@ def gpu_view(args: ResourceValidationArgs) -> tuple[PodView, GpuProfile] | None:
     return (view, profile) if profile.is_gpu_pod else None
 
 
+def gpu_views(args: ResourceValidationArgs) -> list[tuple[PodView, GpuProfile]]:
+    """The pod views and GPU profiles of every GPU pod template of the resource (a Ray cluster's
+    GPU worker groups; the one template of other kinds)."""
+    found = []
+    for view in pod_views(args.resource_type, args.props):
+        profile = gpu_profile(view)
+        if profile.is_gpu_pod:
+            found.append((view, profile))
+    return found
+
+
 def _whole(value: Any) -> bool:
     amount = parse_quantity(value)
     return amount is not None and amount >= 0 and amount == amount.to_integral_value()
@@ -130,11 +144,13 @@ def _show(value: Any) -> str:
 
 # --- gpu-limits-match-requests --------------------------------------------------------------------
 def _check_limits(args: ResourceValidationArgs, report: ReportViolation, _: None) -> None:
-    view = pod_view(args.resource_type, args.props)
-    if view is None:
-        return
+    for view in pod_views(args.resource_type, args.props):
+        _check_view_limits(view, report)
+
+
+def _check_view_limits(view: PodView, report: ReportViolation) -> None:
     for entry in gpu_profile(view).containers:
-        who = entry.container.label
+        who = view.prefix + entry.container.label
         for key in sorted({*entry.requests, *entry.limits}):
             request, limit = entry.requests.get(key), entry.limits.get(key)
             bad = [
@@ -176,7 +192,7 @@ gpu_limits_match_requests = resource_policy(
     ),
     check=_check_limits,
     knobs=NO_KNOBS,
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
     level=EnforcementLevel.MANDATORY,
 )
 
@@ -194,10 +210,13 @@ def _parse_max(raw: Mapping[str, Any]) -> MaxGpus:
 
 
 def _check_max(args: ResourceValidationArgs, report: ReportViolation, limits: MaxGpus) -> None:
-    found = gpu_view(args)
-    if found is None:
-        return
-    _, profile = found
+    for view, profile in gpu_views(args):
+        _check_view_max(view, profile, report, limits)
+
+
+def _check_view_max(
+    view: PodView, profile: GpuProfile, report: ReportViolation, limits: MaxGpus
+) -> None:
     app_total = Decimal(0)
     init_peak = Decimal(0)
     for entry in profile.containers:
@@ -206,7 +225,8 @@ def _check_max(args: ResourceValidationArgs, report: ReportViolation, limits: Ma
             continue
         if amount > limits.per_container:
             report(
-                f"{entry.container.label} requests {fmt_num(amount)} {GPU_RESOURCE}, above the "
+                f"{view.prefix}{entry.container.label} requests {fmt_num(amount)} {GPU_RESOURCE}, "
+                "above the "
                 f"per-container maximum of {limits.per_container}",
                 None,
             )
@@ -217,7 +237,8 @@ def _check_max(args: ResourceValidationArgs, report: ReportViolation, limits: Ma
     total = max(app_total, init_peak)
     if total > limits.per_pod:
         report(
-            f"pod requests {fmt_num(total)} {GPU_RESOURCE} in all, above the per-pod maximum "
+            f"{view.prefix}pod requests {fmt_num(total)} {GPU_RESOURCE} in all, above the per-pod "
+            "maximum "
             f"of {limits.per_pod}",
             None,
         )
@@ -252,7 +273,7 @@ gpu_max_per_pod = resource_policy(
         },
         _parse_max,
     ),
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
 )
 
 
@@ -281,14 +302,12 @@ _TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}"
 
 
 def _check_taint(args: ResourceValidationArgs, report: ReportViolation, _: None) -> None:
-    found = gpu_view(args)
-    if found is None:
-        return
-    view, _profile = found
-    if not tolerates_gpu_taint(view.spec):
+    for view, _profile in gpu_views(args):
+        if tolerates_gpu_taint(view.spec):
+            continue
         report(
-            f"GPU pod does not tolerate the {_TAINT} taint of GPU nodes; add the toleration "
-            f"{{key: {GPU_TAINT_KEY}, operator: Exists, effect: {GPU_TAINT_EFFECT}}}",
+            f"{view.prefix}GPU pod does not tolerate the {_TAINT} taint of GPU nodes; add the "
+            f"toleration {{key: {GPU_TAINT_KEY}, operator: Exists, effect: {GPU_TAINT_EFFECT}}}",
             None,
         )
 
@@ -304,7 +323,7 @@ gpu_tolerates_gpu_taint = resource_policy(
     ),
     check=_check_taint,
     knobs=NO_KNOBS,
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
 )
 
 
@@ -350,22 +369,24 @@ class PoolSettings(NamedTuple):
 
 
 def _check_pool(args: ResourceValidationArgs, report: ReportViolation, cfg: PoolSettings) -> None:
-    found = gpu_view(args)
-    if found is None:
-        return
-    view, _profile = found
+    for view, _profile in gpu_views(args):
+        _check_view_pool(view, report, cfg)
+
+
+def _check_view_pool(view: PodView, report: ReportViolation, cfg: PoolSettings) -> None:
     pinned, pools = selected_pools(view.spec)
     if not pinned:
         report(
-            f'GPU pod selects no GPU node pool; set nodeSelector["{NODE_POOL_LABEL}"] or a '
-            f"required node affinity on {NODE_POOL_LABEL} in every node selector term",
+            f"{view.prefix}GPU pod selects no GPU node pool; set "
+            f'nodeSelector["{NODE_POOL_LABEL}"] or a required node affinity on '
+            f"{NODE_POOL_LABEL} in every node selector term",
             None,
         )
         return
     if cfg.allowed:
         for pool in sorted(pools - cfg.allowed):
             report(
-                f'GPU pod selects node pool "{pool}", which is not one of: '
+                f'{view.prefix}GPU pod selects node pool "{pool}", which is not one of: '
                 f"{', '.join(sorted(cfg.allowed))}",
                 None,
             )
@@ -390,7 +411,7 @@ gpu_node_pool_selector = resource_policy(
         },
         lambda raw: PoolSettings(frozenset(str_list(raw.get("allowedNodePools")))),
     ),
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
 )
 
 
@@ -398,18 +419,19 @@ gpu_node_pool_selector = resource_policy(
 def _check_priority(
     args: ResourceValidationArgs, report: ReportViolation, allowed: tuple[str, ...]
 ) -> None:
-    found = gpu_view(args)
-    if found is None:
-        return
-    view, _profile = found
-    name = view.spec.get("priorityClassName")
-    if not isinstance(name, str) or not name:
-        report(f"GPU pod sets no priorityClassName; use one of: {', '.join(allowed)}", None)
-    elif name not in allowed:
-        report(
-            f'GPU pod uses priorityClassName "{name}", which is not one of: {", ".join(allowed)}',
-            None,
-        )
+    for view, _profile in gpu_views(args):
+        name = view.spec.get("priorityClassName")
+        if not isinstance(name, str) or not name:
+            report(
+                f"{view.prefix}GPU pod sets no priorityClassName; use one of: {', '.join(allowed)}",
+                None,
+            )
+        elif name not in allowed:
+            report(
+                f'{view.prefix}GPU pod uses priorityClassName "{name}", which is not one of: '
+                f"{', '.join(allowed)}",
+                None,
+            )
 
 
 gpu_priority_class = resource_policy(
@@ -431,7 +453,7 @@ gpu_priority_class = resource_policy(
         },
         lambda raw: str_list(raw.get("allowedPriorityClasses")),
     ),
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
 )
 
 
@@ -510,23 +532,26 @@ gpu_no_privileged_device_access = resource_policy(
         {"exemptComponents": exempt_components_knob()},
         lambda raw: components(raw, "exemptComponents"),
     ),
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
     level=EnforcementLevel.MANDATORY,
 )
 
 
 # --- gpu-workload-type-label ----------------------------------------------------------------------
 def _check_workload_type(args: ResourceValidationArgs, report: ReportViolation, _: None) -> None:
-    found = gpu_view(args)
-    if found is None:
-        return
-    view, _profile = found
-    value = view.workload_type
     expected = ", ".join(WORKLOAD_TYPES[:-1]) + f" or {WORKLOAD_TYPES[-1]}"
-    if value is None:
-        report(f"GPU pod has no {WORKLOAD_TYPE_LABEL} label; set it to {expected}", None)
-    elif value not in WORKLOAD_TYPES:
-        report(f'GPU pod has {WORKLOAD_TYPE_LABEL}="{value}"; expected {expected}', None)
+    for view, _profile in gpu_views(args):
+        value = view.workload_type
+        if value is None:
+            report(
+                f"{view.prefix}GPU pod has no {WORKLOAD_TYPE_LABEL} label; set it to {expected}",
+                None,
+            )
+        elif value not in WORKLOAD_TYPES:
+            report(
+                f'{view.prefix}GPU pod has {WORKLOAD_TYPE_LABEL}="{value}"; expected {expected}',
+                None,
+            )
 
 
 gpu_workload_type_label = resource_policy(
@@ -543,7 +568,7 @@ gpu_workload_type_label = resource_policy(
     ),
     check=_check_workload_type,
     knobs=NO_KNOBS,
-    kinds=WORKLOAD_KINDS,
+    kinds=GPU_POD_KINDS,
 )
 
 
@@ -551,10 +576,10 @@ gpu_workload_type_label = resource_policy(
 def _check_kueue(
     args: ResourceValidationArgs, report: ReportViolation, system: frozenset[str]
 ) -> None:
-    found = gpu_view(args)
-    if found is None or in_namespaces(args.props, system):
+    found = gpu_views(args)
+    if not found or in_namespaces(args.props, system):
         return
-    view, _profile = found
+    view, _profile = found[0]
     if view.kind == "CronJob":
         job_meta = as_map(dig(args.props, "spec", "jobTemplate", "metadata"))
         where = "spec.jobTemplate.metadata.labels"
@@ -572,18 +597,21 @@ def _check_kueue(
 
 gpu_jobs_use_kueue = resource_policy(
     name="gpu-jobs-use-kueue",
-    description="GPU Jobs in team namespaces are submitted through a Kueue LocalQueue.",
+    description=(
+        "GPU Jobs, Ray clusters and Ray jobs in team namespaces are submitted through a Kueue "
+        "LocalQueue."
+    ),
     category=Category.GPU,
     severity=Severity.MEDIUM,
     remediation=(
-        f"Add the label {KUEUE_QUEUE_LABEL}: <team LocalQueue> to the Job (for a CronJob: to "
-        "spec.jobTemplate.metadata.labels). Kueue then queues the Job until the team's GPU "
-        "quota admits it, and fair-shares idle GPUs between teams."
+        f"Add the label {KUEUE_QUEUE_LABEL}: <team LocalQueue> to the Job, RayCluster or RayJob "
+        "(for a CronJob: to spec.jobTemplate.metadata.labels). Kueue then queues it until the "
+        "team's GPU quota admits it, and fair-shares idle GPUs between teams."
     ),
     check=_check_kueue,
     knobs=Knobs(
         {"systemNamespaces": system_namespaces_knob()},
         lambda raw: namespaces(raw, "systemNamespaces"),
     ),
-    kinds=("batch/Job", "batch/CronJob"),
+    kinds=("batch/Job", "batch/CronJob", *sorted(RAY_KINDS)),
 )

@@ -1,7 +1,9 @@
-"""One place that finds the pod template in every workload kind.
+"""One place that finds the pod templates in every workload kind.
 
-Every pod-level policy goes through :func:`pod_view`, so a new workload kind (a CRD that embeds a
-pod template) is one line in :data:`POD_TEMPLATE_PATHS`. The view is built once per resource and
+Every pod-level policy goes through :func:`pod_view` (or :func:`pod_views`, for kinds with
+several templates), so a new workload kind (a CRD that embeds a pod template) is one line in
+:data:`POD_TEMPLATE_PATHS`, or a function in :data:`TEMPLATE_LISTS` when it embeds several (a
+Ray cluster's head and worker groups). The view is built once per resource and
 shared by all policies: it is memoised by the identity of the props object, which the SDK (with
 :mod:`.speedups`) hands unchanged to every policy of one RPC.
 """
@@ -37,6 +39,27 @@ POD_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
 }
 """``<group>/<Kind>`` → path from the manifest root to the object holding pod ``metadata`` and
 ``spec`` (empty for a bare Pod). Versions do not matter; Helm releases and patches are not here."""
+
+RAY_CLUSTER: Final = "ray.io/RayCluster"
+RAY_JOB: Final = "ray.io/RayJob"
+RAY_KINDS: Final = frozenset({RAY_CLUSTER, RAY_JOB})
+
+
+def _ray_templates(props: Mapping[str, Any], kind: str) -> Iterator[tuple[str, Any]]:
+    """A RayCluster's (or a RayJob's embedded cluster's) head and worker group templates, and a
+    RayJob's submitter pod template, each with how messages name it."""
+    cluster = as_map(dig(props, "spec", "rayClusterSpec") if kind == RAY_JOB else props.get("spec"))
+    yield "head group", dig(cluster, "headGroupSpec", "template")
+    for index, group in enumerate(as_seq(cluster.get("workerGroupSpecs"))):
+        group = as_map(group)
+        name = as_str(group.get("groupName")) or f"#{index}"
+        yield f'worker group "{name}"', group.get("template")
+    if kind == RAY_JOB and isinstance(dig(props, "spec", "submitterPodTemplate"), Mapping):
+        yield "submitter pod", dig(props, "spec", "submitterPodTemplate")
+
+
+TEMPLATE_LISTS: Final = {RAY_CLUSTER: _ray_templates, RAY_JOB: _ray_templates}
+"""``<group>/<Kind>`` → the pod templates of a kind that embeds several, each with its name."""
 
 CONTAINER_SECTIONS: Final = ("initContainers", "containers", "ephemeralContainers")
 """Pod spec lists that hold containers, in the order the kubelet starts them."""
@@ -90,10 +113,20 @@ class PodView:
         "spec",
         "token",
         "volumes",
+        "where",
     )
 
-    def __init__(self, token: TypeToken, props: Mapping[str, Any], template: Mapping[str, Any]):
+    def __init__(
+        self,
+        token: TypeToken,
+        props: Mapping[str, Any],
+        template: Mapping[str, Any],
+        where: str = "",
+    ):
         meta = metadata(props)
+        self.where = where
+        """Which of a kind's several pod templates this is (``worker group "gpu"``); "" for
+        kinds with one."""
         pod_meta = as_map(template.get("metadata"))
         self.token = token
         self.kind = token.kind
@@ -113,6 +146,11 @@ class PodView:
                 self.volumes[volume_name] = volume
         self.memo: dict[str, Any] = {}
         """Per-resource results shared by policies (GPU counts, ...)."""
+
+    @property
+    def prefix(self) -> str:
+        """What a message starts with to say which template it is about."""
+        return f"{self.where}: " if self.where else ""
 
     @property
     def workload_type(self) -> str | None:
@@ -181,6 +219,33 @@ def _build(resource_type: str, props: Mapping[str, Any]) -> PodView | None:
     if not isinstance(template, Mapping):
         template = EMPTY_MAP
     return PodView(token, props, template)
+
+
+def pod_views(resource_type: str, props: Mapping[str, Any]) -> tuple[PodView, ...]:
+    """Every pod template of a workload resource: the one of :func:`pod_view`, or each of a
+    kind in :data:`TEMPLATE_LISTS`; none for other resources. Memoised like :func:`pod_view`."""
+    single = pod_view(resource_type, props)
+    if single is not None:
+        return (single,)
+    token = parse_type(resource_type)
+    if token is None or token.group_kind not in TEMPLATE_LISTS:
+        return ()
+    cache = rpc_cache()
+    key = (_VIEWS_TAG, id(props))
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None and hit[0] is props:
+            return hit[1]
+    views = tuple(
+        PodView(token, props, template if isinstance(template, Mapping) else EMPTY_MAP, where)
+        for where, template in TEMPLATE_LISTS[token.group_kind](props, token.group_kind)
+    )
+    if cache is not None:
+        cache[key] = (props, views)
+    return views
+
+
+_VIEWS_TAG: Final = "pod_views"
 
 
 def workload_replicas(view: PodView) -> int | None:

@@ -64,12 +64,11 @@ def test_relative_directories_resolve_against_the_project_root(
 
 
 def test_only_the_charts_the_stack_installs_must_be_there(tmp_path: Path) -> None:
-    folder = write_mirror(tmp_path / "charts", [KUEUE, KEDA])
+    folder = write_mirror(tmp_path / "charts", [KUEUE, KEDA, KUBERAY])
     _validate(
         {"source": "directory", "directory": str(folder)},
         gpuStack={"enabled": False},
         monitoring={"enabled": False},
-        ray={"enabled": False},
     )
 
 

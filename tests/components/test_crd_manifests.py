@@ -1,8 +1,8 @@
-"""Every custom resource of the GPU, node pool and queueing layers validates against its CRD.
+"""Every custom resource of the GPU, node pool, queueing and Ray layers validates against its CRD.
 
-Karpenter NodePool/EC2NodeClass and Kueue ResourceFlavor/ClusterQueue/LocalQueue/
-WorkloadPriorityClass from both stack files, checked with the shared CRD catalog; a kind with
-no schema fails instead of passing silently.
+Karpenter NodePool/EC2NodeClass, Kueue ResourceFlavor/ClusterQueue/LocalQueue/
+WorkloadPriorityClass and KubeRay RayCluster/RayJob from both stack files, checked with the
+shared CRD catalog; a kind with no schema fails instead of passing silently.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ KINDS = {
     "ClusterQueue",
     "LocalQueue",
     "WorkloadPriorityClass",
+    "RayCluster",
+    "RayJob",
 }
 
 
@@ -39,7 +41,11 @@ def test_custom_resources_match_their_crd_schemas(stack, dev_run, prod_run):
             for error in schema_errors(resource.inputs)
         ]
     assert problems == []
-    expected = KINDS if stack == "prod" else KINDS - {"NodePool", "EC2NodeClass"}
+    expected = (
+        KINDS - {"RayCluster", "RayJob"}
+        if stack == "prod"
+        else KINDS - {"NodePool", "EC2NodeClass"}
+    )
     assert {kind for kind, count in checked.items() if count} == expected
 
 
@@ -61,4 +67,4 @@ def test_whole_stack_validates_with_the_preview_validator(stack, dev_run, prod_r
     report = validate_all([r.inputs for r in run.kubernetes_objects()], "1.33", crd_location())
     assert not report.failed(), report.summary_text()
     kinds = {result.kind for result in report.results}
-    assert KINDS - {"NodePool", "EC2NodeClass"} <= kinds
+    assert KINDS - {"NodePool", "EC2NodeClass", "RayCluster", "RayJob"} <= kinds

@@ -126,7 +126,7 @@ def test_repeated_names_keep_the_position_and_odd_names_are_quoted() -> None:
     lines = _lines(_errors(config))
     assert lines[0] == (
         "ai-platform:workloads[llm-chat].inference.minReplica: unknown key; did you mean "
-        "'minReplicas'?; it is workloads[5], one of 2 entries named 'llm-chat'"
+        "'minReplicas'?; it is workloads[7], one of 2 entries named 'llm-chat'"
     )
     assert lines[1].startswith(
         'ai-platform:teams[platform].volumes["0042"].storageClass: unknown storage class'

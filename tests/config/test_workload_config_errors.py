@@ -2,8 +2,8 @@
 
 Indices refer to the checked-in stacks: workloads[0] llama-finetune and [1] llama-eval (team
 research), [2] llm-chat and [3] embeddings (team search-serving), and on dev [4]
-pipeline-workers (team platform's worker pool); teams[0] research, teams[1] search-serving,
-teams[2] platform.
+pipeline-workers (team platform's worker pool), [5] ray-lab and [6] ray-sweep (team research,
+tests/ray); teams[0] research, teams[1] search-serving, teams[2] platform.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "unknown kind",
         "dev",
         _set("workloads.0.kind", "batch"),
-        "ai-platform:workloads[llama-finetune].kind: must be one of 'training', 'inference' or "
-        "'worker-pool', got 'batch'",
+        "ai-platform:workloads[llama-finetune].kind: must be one of 'training', 'inference', "
+        "'worker-pool', 'ray-cluster' or 'ray-job', got 'batch'",
     ),
     (
         "typo in a training key",
@@ -316,8 +316,12 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "default priority class the team may not use",
         "dev",
         _set("teams.0.priorityClasses", ["high", "batch-low"]),
-        "ai-platform:workloads[llama-finetune].priorityClass: the default priority class "
-        "'normal' is not allowed for team 'research'; set one of: high, batch-low",
+        (
+            "ai-platform:workloads[llama-finetune].priorityClass: the default priority class "
+            "'normal' is not allowed for team 'research'; set one of: high, batch-low",
+            "ai-platform:workloads[ray-lab].priorityClass: the default priority class 'normal' is "
+            "not allowed for team 'research'; set one of: high, batch-low",
+        ),
     ),
     # --- GPUs and sharing -------------------------------------------------------------------------
     (
@@ -644,9 +648,14 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "queue without CPU for the job",
         "dev",
         _set("teams.0.queue.pools.0.cpu", "0"),
-        "ai-platform:workloads[llama-finetune].resources.cpu: the job needs 48 cpu at once, more "
-        "than the queue of team 'research' can ever admit on pool 'lab-a100' (nominal 0 + "
-        "borrowing 16)",
+        (
+            "ai-platform:workloads[llama-finetune].resources.cpu: the job needs 48 cpu at once, "
+            "more than the queue of team 'research' can ever admit on pool 'lab-a100' (nominal 0 "
+            "+ borrowing 16)",
+            "ai-platform:workloads[ray-sweep].resources.cpu: the Ray job's head and workers need "
+            "19 cpu at once, more than the queue of team 'research' can ever admit on pool "
+            "'lab-a100' (nominal 0 + borrowing 16)",
+        ),
     ),
     (
         "queued service of a team without a queue",
@@ -678,12 +687,14 @@ def test_bad_workload_config_names_path_and_problem(
 @pytest.mark.parametrize(("stack", "extra"), [("dev", ["pipeline-workers"]), ("prod", [])])
 def test_checked_in_workloads_are_valid(stack: str, extra: list[str]) -> None:
     config = validate_platform_config(stack_config(stack), f"Pulumi.{stack}.yaml")
+    ray = ["ray-lab", "ray-sweep"] if stack == "dev" else []
     assert [w.name for w in config.workloads] == [
         "llama-finetune",
         "llama-eval",
         "llm-chat",
         "embeddings",
         *extra,
+        *ray,
     ]
 
 

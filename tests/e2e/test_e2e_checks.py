@@ -8,11 +8,12 @@ from typing import Any
 
 import yaml
 
+from components.constants import TEAM_LABEL
 from infra.autoscaling.config import AutoscalingConfig
 from infra.config import validate_platform_config
 from tests.harness import stack_config
 from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, SECRET, UNKNOWN, compare
-from tools.e2e.readback import check_objects, subset_problems
+from tools.e2e.readback import check_objects, ray_state, subset_problems
 from tools.e2e.run import cluster_overrides, drift
 from tools.e2e.stack import derive
 
@@ -175,3 +176,50 @@ def test_a_nested_override_changes_only_its_leaf_and_keda_only_where_installed(t
     ]
     without = prod.model_copy(update={"autoscaling": AutoscalingConfig()})
     assert "autoscaling" not in cluster_overrides(Path("/m"), Path("/k"), without)
+
+
+def _ray_cluster_resource() -> dict[str, Any]:
+    inputs = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+              "metadata": {"name": "ray-lab", "namespace": "research",
+                           "labels": {TEAM_LABEL: "research"}},
+              "spec": {}}  # fmt: skip
+    return _resource(URN, "kubernetes:ray.io/v1:RayCluster", inputs)
+
+
+def _kueue_workload(condition: dict[str, Any], admission: dict[str, Any] | None) -> dict[str, Any]:
+    status: dict[str, Any] = {"conditions": [condition]}
+    if admission:
+        status["admission"] = admission
+    return {
+        "metadata": {
+            "name": "raycluster-ray-lab-1a2b3",
+            "ownerReferences": [{"kind": "RayCluster", "name": "ray-lab"}],
+        },
+        "spec": {"podSets": [{"name": "head", "count": 1}, {"name": "workers", "count": 1}]},
+        "status": status,
+    }
+
+
+def test_a_ray_cluster_is_read_back_as_its_kueue_workload():
+    admitted = _kueue_workload(
+        {"type": "Admitted", "status": "True"}, {"clusterQueue": "team-research"}
+    )
+    problems, facts, settled = ray_state(_Cluster([admitted]), _report(_ray_cluster_resource()))
+    assert (problems, settled) == ([], True)
+    assert facts == [
+        "RayCluster research/ray-lab: Kueue Workload raycluster-ray-lab-1a2b3 (head x 1, "
+        "workers x 1) admitted by ClusterQueue team-research; no Ray pods (the KubeRay operator "
+        "runs on a fake node)"
+    ]
+    pending = _kueue_workload(
+        {"type": "QuotaReserved", "status": "False", "message": "insufficient quota"}, None
+    )
+    assert (
+        "pending: insufficient quota"
+        in ray_state(_Cluster([pending]), _report(_ray_cluster_resource()))[1][0]
+    )
+    assert ray_state(_Cluster([]), _report(_ray_cluster_resource())) == (
+        ["RayCluster research/ray-lab: Kueue has no Workload for it"],
+        [],
+        False,
+    )

@@ -61,6 +61,7 @@ def test_defaults_are_a_small_dev_stack() -> None:
         "kueue": True,
         "keda": True,
         "inference": True,
+        "ray": True,
     }
 
 

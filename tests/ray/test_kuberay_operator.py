@@ -86,6 +86,7 @@ def test_kueue_manages_ray_clusters_and_ray_jobs() -> None:
 def test_off_by_default_installs_nothing() -> None:
     config = stack_config("dev")
     del config["ray"]
+    config["workloads"] = [w for w in config["workloads"] if not w["kind"].startswith("ray-")]
     run = run_stack(config)
     assert not [r for r in run.by_type(RELEASE) if r.inputs["name"] == KUBERAY_RELEASE]
     assert not [
@@ -124,4 +125,13 @@ def test_the_service_monitor_needs_monitoring() -> None:
     ) == [
         "ai-platform:ray.serviceMonitor: needs the Prometheus operator's CRDs: turn monitoring "
         "on or serviceMonitor off"
+    ]
+
+
+def test_ray_workloads_need_the_operator() -> None:
+    assert _errors(ray={"enabled": False}) == [
+        "ai-platform:workloads[ray-lab].kind: a ray-cluster needs the KubeRay operator: set "
+        "ai-platform:ray.enabled to true",
+        "ai-platform:workloads[ray-sweep].kind: a ray-job needs the KubeRay operator: set "
+        "ai-platform:ray.enabled to true",
     ]

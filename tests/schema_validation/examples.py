@@ -367,6 +367,64 @@ def node_feature_rule() -> Manifest:
     }
 
 
+def _ray_args() -> dict[str, Any]:
+    from components.scheduling_contract import SchedulingContract, Taint
+    from components.workloads.common import ComputeResources
+
+    contract = SchedulingContract(
+        pool="lab-a100",
+        product="NVIDIA-A100-SXM4-80GB",
+        capacity_type="on-demand",
+        gpu_resource="nvidia.com/gpu",
+        gpus_per_node=4,
+        resources_per_node=4,
+        node_selector={NODE_POOL: "lab-a100"},
+        taints=(Taint("nvidia.com/gpu", "present"),),
+    )
+    return {
+        "team": "research",
+        "namespace": "research",
+        "name": "ray-lab",
+        "image": "rayproject/ray:2.49.2-py312-gpu",
+        "resources": ComputeResources("8", "64Gi"),
+        "gpus": 1,
+        "scheduling": contract,
+        "queue_name": "gpu-queue",
+        "gcs_fault_tolerance": True,
+    }
+
+
+def ray_cluster() -> Manifest:
+    """As ``components.workloads.ray`` renders it: autoscaled, queued, GCS on the team Redis."""
+    from components.workloads.ray import RayClusterArgs, ray_cluster_spec
+
+    args = RayClusterArgs(**_ray_args(), min_workers=1, max_workers=2)
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ray-lab", "namespace": "research"},
+        "spec": ray_cluster_spec(args, "research"),
+    }
+
+
+def ray_job() -> Manifest:
+    from components.workloads.ray import RayJobArgs, ray_job_spec
+
+    args = RayJobArgs(
+        **_ray_args(),
+        min_workers=2,
+        max_workers=2,
+        entrypoint="python sweep.py --num-workers=2",
+        runtime_env={"env_vars": {"WANDB_MODE": "offline"}},
+    )
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "ray-sweep", "namespace": "research"},
+        "spec": ray_job_spec(args, "research"),
+    }
+
+
 VALID_CUSTOM: dict[str, Callable[[], Manifest]] = {
     "NodePool": node_pool,
     "EC2NodeClass": ec2_node_class,
@@ -382,6 +440,8 @@ VALID_CUSTOM: dict[str, Callable[[], Manifest]] = {
     "ClusterPolicy": cluster_policy,
     "ScaledObject": scaled_object,
     "NodeFeatureRule": node_feature_rule,
+    "RayCluster": ray_cluster,
+    "RayJob": ray_job,
 }
 """Every schema file in the shared catalog, keyed by kind."""
 
@@ -496,6 +556,22 @@ def _bad_node_feature_rule() -> Manifest:
     return m
 
 
+def _bad_ray_cluster() -> Manifest:
+    m = ray_cluster()
+    group = m["spec"]["workerGroupSpecs"][0]
+    del group["maxReplicas"]
+    group["rayStartParams"]["num-gpus"] = 1  # start params are strings
+    m["spec"]["autoscalerOptions"]["upscalingMode"] = "Fast"
+    return m
+
+
+def _bad_ray_job() -> Manifest:
+    m = ray_job()
+    m["spec"]["shutdownAfterJobFinishes"] = "yes"
+    m["spec"]["backoffLimit"] = "3"
+    return m
+
+
 MISSING = "required field is missing"
 UNKNOWN = "unknown field (not in the schema)"
 INVALID_CUSTOM: dict[str, Invalid] = {
@@ -589,6 +665,21 @@ INVALID_CUSTOM: dict[str, Invalid] = {
             ("spec.minReplicaCount", "'1' is not of type 'integer'"),
             ("spec.triggers[0].metadata.threshold", "10 is not of type 'string'"),
             ("spec.triggers[0].type", MISSING),
+        ),
+    ),
+    "RayCluster": Invalid(
+        _bad_ray_cluster,
+        (
+            ("spec.autoscalerOptions.upscalingMode", "'Fast' is not one of"),
+            ("spec.workerGroupSpecs[0].maxReplicas", MISSING),
+            ("spec.workerGroupSpecs[0].rayStartParams.num-gpus", "1 is not of type 'string'"),
+        ),
+    ),
+    "RayJob": Invalid(
+        _bad_ray_job,
+        (
+            ("spec.backoffLimit", "'3' is not of type 'integer'"),
+            ("spec.shutdownAfterJobFinishes", "'yes' is not of type 'boolean'"),
         ),
     ),
     "NodeFeatureRule": Invalid(

@@ -18,11 +18,20 @@ def schema_file(crd_dir: Path, api_version: str, kind: str) -> Path:
     return crd_dir / group / f"{kind.lower()}_{version}.json"
 
 
-NOT_RENDERED_GROUPS = frozenset({"ray.io", "keda.sh", "eventing.keda.sh"})
-NOT_RENDERED_SCHEMAS = frozenset({("karpenter.sh", "nodeclaim_v1")})
-"""What the shared catalog holds for kinds the platform does not render (KubeRay and KEDA, not
-yet; Karpenter's NodeClaim, made by Karpenter itself): their examples come with the components
-that render them."""
+NOT_RENDERED_GROUPS = frozenset({"keda.sh", "eventing.keda.sh"})
+NOT_RENDERED_SCHEMAS = frozenset(
+    {
+        ("karpenter.sh", "nodeclaim_v1"),
+        ("ray.io", "raycluster_v1alpha1"),
+        ("ray.io", "rayjob_v1alpha1"),
+        ("ray.io", "rayservice_v1"),
+        ("ray.io", "rayservice_v1alpha1"),
+        ("ray.io", "raycronjob_v1"),
+    }
+)
+"""What the shared catalog holds for kinds the platform does not render (KEDA, not yet;
+Karpenter's NodeClaim, made by Karpenter itself; KubeRay's RayService, RayCronJob and the old
+v1alpha1 versions): their examples come with the components that render them."""
 
 
 def _rendered(group: str, stem: str) -> bool:

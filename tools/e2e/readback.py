@@ -4,6 +4,8 @@ Read-back: every Kubernetes object of the offline report exists with every field
 (the server may add fields and defaults, never change or drop declared ones; quantities compare
 by value, ``1Gi`` equals ``1024Mi``). Workloads: their pods exist, are admitted, and sit on the
 fake nodes of their pool, or wait for a reason that is theirs (a Job Kueue keeps suspended).
+Ray clusters and Ray jobs: Kueue has a Workload for each, admitted or pending with Kueue's
+reason; no Ray pod ever appears (the KubeRay operator's pod runs on a fake node).
 """
 
 from __future__ import annotations
@@ -147,8 +149,66 @@ def _why_pending(pod: dict[str, Any]) -> str:
     return pod.get("status", {}).get("phase", "unknown")
 
 
+RAY_KINDS = ("RayCluster", "RayJob")
+KUEUE_WORKLOADS = "workloads.kueue.x-k8s.io"
+
+
+def _condition(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next(
+        (c for c in workload.get("status", {}).get("conditions", []) if c.get("type") == kind),
+        None,
+    )
+
+
+def ray_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str], list[str], bool]:
+    """``(problems, facts, settled)`` for every team RayCluster and RayJob of the report: the
+    Kueue Workload that stands for it, and whether Kueue admitted it."""
+    problems: list[str] = []
+    facts: list[str] = []
+    settled = True
+    listing: dict[str, list[dict[str, Any]]] = {}
+    for resource in declared_objects(report):
+        inputs = resource["inputs"]
+        kind, meta = inputs["kind"], inputs.get("metadata") or {}
+        if kind not in RAY_KINDS or TEAM_LABEL not in (meta.get("labels") or {}):
+            continue
+        namespace, name = meta["namespace"], meta["name"]
+        if namespace not in listing:
+            listing[namespace] = cluster.get_json(KUEUE_WORKLOADS, "-n", namespace).get("items", [])
+        owned = [
+            w
+            for w in listing[namespace]
+            if any(
+                o.get("kind") == kind and o.get("name") == name
+                for o in w["metadata"].get("ownerReferences", [])
+            )
+        ]
+        where = f"{kind} {namespace}/{name}"
+        if not owned:
+            settled = False
+            problems.append(f"{where}: Kueue has no Workload for it")
+            continue
+        for workload in owned:
+            admitted = _condition(workload, "Admitted")
+            queue = (workload.get("status", {}).get("admission") or {}).get("clusterQueue")
+            if admitted is not None and admitted.get("status") == "True":
+                state = f"admitted by ClusterQueue {queue}"
+            else:
+                reserved = _condition(workload, "QuotaReserved") or {}
+                state = f"pending: {reserved.get('message') or reserved.get('reason') or 'queued'}"
+            pod_sets = ", ".join(
+                f"{p.get('name')} x {p.get('count')}" for p in workload["spec"].get("podSets", [])
+            )
+            facts.append(
+                f"{where}: Kueue Workload {workload['metadata']['name']} ({pod_sets}) {state}; "
+                "no Ray pods (the KubeRay operator runs on a fake node)"
+            )
+    return problems, facts, settled
+
+
 def workload_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str], list[str], bool]:
-    """``(problems, facts, settled)`` for every team Job and Deployment of the report."""
+    """``(problems, facts, settled)`` for every team Job and Deployment of the report, then
+    every Ray cluster and Ray job (:func:`ray_state`)."""
     nodes = {
         node["metadata"]["name"]: node["metadata"].get("labels", {})
         for node in cluster.get_json("nodes").get("items", [])
@@ -204,7 +264,8 @@ def workload_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str],
         else:
             phases = sorted({p.get("status", {}).get("phase", "?") for p in owned})
             facts.append(f"{where}: {len(owned)} pods {'/'.join(phases)} on pool {want_pool}")
-    return problems, facts, settled
+    ray_problems, ray_facts, ray_settled = ray_state(cluster, report)
+    return problems + ray_problems, facts + ray_facts, settled and ray_settled
 
 
 def check_workloads(
