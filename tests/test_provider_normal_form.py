@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+_CONTAINER_PORTS = "spec.template.spec.containers.*.ports"
 DROPPED_WHEN_EMPTY = {
     "NetworkPolicy": ("spec.ingress", "spec.egress"),
+    "Deployment": (_CONTAINER_PORTS,),
+    "StatefulSet": (_CONTAINER_PORTS,),
+    "Job": (_CONTAINER_PORTS,),
     "PriorityClass": ("globalDefault",),
     "ValidatingAdmissionPolicy": ("spec.variables",),
 }
@@ -18,13 +22,17 @@ DROPPED_WHEN_EMPTY = {
 preview showed."""
 
 
-def _at(document: dict[str, Any], path: str) -> Iterator[Any]:
-    node: Any = document
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return
-        node = node[part]
-    yield node
+def _at(document: Any, path: str) -> Iterator[Any]:
+    """The values at ``path``; a ``*`` part stands for every item of a list."""
+    part, _, rest = path.partition(".")
+    if part == "*":
+        items = document if isinstance(document, list) else []
+    elif isinstance(document, dict) and part in document:
+        items = [document[part]]
+    else:
+        return
+    for item in items:
+        yield from _at(item, rest) if rest else [item]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

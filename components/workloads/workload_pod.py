@@ -180,7 +180,8 @@ def workload_container(
     container: dict[str, Any] = {
         "name": name,
         "image": args.image,
-        "ports": list(ports),
+        # No empty list: the provider drops it, and the state would differ from the program.
+        **({"ports": list(ports)} if ports else {}),
         "env": list(env),
         "envFrom": env_from(args),
         "resources": pod_resources(args),
