@@ -54,6 +54,8 @@ from .constants import (
     KARPENTER_GPU_COUNT_LABEL,
     KARPENTER_GPU_LIMIT_KEY,
     KARPENTER_INSTANCE_FAMILY_LABEL,
+    KUBELET_CONFIG_API_VERSION,
+    KUBELET_CONFIG_KIND,
     MIG_CONFIG_LABEL,
     MIG_CONFIG_PREFIX,
     NODE_POOL_FIELD_MANAGER_PREFIX,
@@ -167,21 +169,23 @@ class BlockDevice:
 
 @dataclass(frozen=True)
 class KubeletSpec:
-    """Kubelet settings of the node class. Seeds evict non-critical pods under memory pressure."""
+    """Kubelet settings of the pool's nodes: eviction thresholds and reservations. Empty maps
+    leave the kubelet's (or Karpenter's) own values."""
 
-    eviction_hard: Mapping[str, str] = field(
-        default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%"}
-    )
-    eviction_soft: Mapping[str, str] = field(default_factory=lambda: {"memory.available": "10%"})
-    eviction_soft_grace_period: Mapping[str, str] = field(
-        default_factory=lambda: {"memory.available": "2m"}
-    )
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    """Signal -> threshold below which pods are evicted at once."""
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    """Signal -> threshold below which pods are evicted after the signal's grace period."""
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
     eviction_max_pod_grace_period: int | None = None
+    """Longest termination grace period (seconds) a soft eviction grants."""
     max_pods: int | None = None
     system_reserved: Mapping[str, str] = field(default_factory=dict)
     kube_reserved: Mapping[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
+        """The fields as both the EC2NodeClass ``spec.kubelet`` and ``KubeletConfiguration``
+        spell them (Karpenter's are a subset of the kubelet's, same names)."""
         kubelet: dict[str, Any] = {}
         for key, value in (
             ("evictionHard", self.eviction_hard),
@@ -197,6 +201,17 @@ class KubeletSpec:
         if self.max_pods is not None:
             kubelet["maxPods"] = self.max_pods
         return kubelet
+
+
+def kubelet_configuration(kubelet: KubeletSpec) -> dict[str, Any]:
+    """A ``KubeletConfiguration`` drop-in for a static pool's nodes (the kubelet's
+    ``--config-dir``). Every drop-in file names its apiVersion and kind, and maps merge key by
+    key over the node's main config, so the file holds only the pool's settings."""
+    return {
+        "apiVersion": KUBELET_CONFIG_API_VERSION,
+        "kind": KUBELET_CONFIG_KIND,
+        **kubelet.manifest(),
+    }
 
 
 @dataclass(frozen=True)
@@ -270,6 +285,9 @@ class StaticBackend:
 
     nodes: Sequence[str]
     """Node names (``kubectl get nodes``)."""
+    kubelet: KubeletSpec = field(default_factory=KubeletSpec)
+    """Settings the node administrators install as a drop-in (``kubelet_configuration``): the
+    platform cannot reconfigure an existing kubelet."""
 
 
 @dataclass(frozen=True)
@@ -386,6 +404,7 @@ class GpuNodePool(pulumi.ComponentResource):
         contract: SchedulingContract
         device_plugin_config: dict[str, Any]
         max_units: int
+        kubelet_configuration: dict[str, Any] | None
 
     def __init__(
         self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
@@ -396,6 +415,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self.device_plugin_config = args.sharing.device_plugin_config()
         meta_labels = platform_labels({NODE_POOL_LABEL: args.pool})
         backend = args.backend
+        self.kubelet_configuration = None
 
         if isinstance(backend, KarpenterBackend):
             node_count = backend.max_nodes
@@ -423,6 +443,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
         else:
             node_count = len(backend.nodes)
+            self.kubelet_configuration = kubelet_configuration(backend.kubelet)
             manager = pool_field_manager(args.pool)
             taints = [taint.manifest() for taint in self.contract.taints]
             for node in backend.nodes:
@@ -438,7 +459,13 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
 
         self.max_units = node_count * self.contract.resources_per_node
-        self.register_outputs({"contract": self.contract.to_output(), "maxUnits": self.max_units})
+        self.register_outputs(
+            {
+                "contract": self.contract.to_output(),
+                "maxUnits": self.max_units,
+                "kubeletConfiguration": self.kubelet_configuration,
+            }
+        )
 
 
 def device_plugin_config_yaml(config: Mapping[str, Any]) -> str:

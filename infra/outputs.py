@@ -6,6 +6,8 @@ removing a field is a breaking change: bump ``OUTPUTS_VERSION`` and add an upgra
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -135,6 +137,10 @@ class StackOutputs(OutputModel):
     """Storage class names and the default."""
     gpu_pools: dict[str, GpuPoolOutputs] = {}
     """Per GPU node pool name, its scheduling contract."""
+    kubelet_drop_ins: dict[str, dict[str, Any]] = {}
+    """Per static GPU node pool name, the ``KubeletConfiguration`` drop-in (eviction thresholds,
+    reservations) its node administrators install in each node's kubelet ``--config-dir``
+    (docs/operations.md). Karpenter pools are not listed: their node class carries it."""
     monitoring: MonitoringOutputs | None = None
     """The observability stack's addresses; null when ``monitoring.enabled`` is false."""
 

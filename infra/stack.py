@@ -127,5 +127,10 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             name: GpuPoolOutputs.model_validate(pool.contract.to_output())
             for name, pool in pools.items()
         },
+        kubelet_drop_ins={
+            name: pool.kubelet_configuration
+            for name, pool in pools.items()
+            if pool.kubelet_configuration is not None
+        },
         monitoring=monitoring.monitoring_outputs(monitoring_stack),
     )

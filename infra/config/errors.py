@@ -246,6 +246,12 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
 def issues_from_validation_error(exc: ValidationError, model: type[BaseModel]) -> list[ConfigIssue]:
     """Translate pydantic's errors into ours, with camelCase paths and plain messages."""
     return [
-        ConfigIssue(tuple(error["loc"]), _message(error, model))
+        ConfigIssue(_key_path(tuple(error["loc"])), _message(error, model))
         for error in exc.errors(include_url=False)
     ]
+
+
+def _key_path(loc: tuple[PathPart, ...]) -> tuple[PathPart, ...]:
+    """Pydantic marks an invalid key of a map (``kubeReserved: {gpu: 1}``) with a ``[key]``
+    part after it; the key path is the key's."""
+    return loc[:-1] if loc[-1:] == ("[key]",) else loc

@@ -22,11 +22,25 @@ from components.scheduling_contract import Taint
 
 from ..config.root import PlatformConfig
 from ..sources import GPU_OPERATOR, pool_name
-from .config import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig
+from .config import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig, KubeletConfig
 
 
-def node_class(spec: Ec2NodeClassConfig) -> Ec2NodeClassSpec:
-    kubelet = spec.kubelet
+def kubelet_spec(kubelet: KubeletConfig) -> KubeletSpec:
+    """The pool's kubelet settings, for its node class or its drop-in."""
+    return KubeletSpec(
+        eviction_hard={str(k): v for k, v in kubelet.eviction_hard.items()},
+        eviction_soft={str(k): v for k, v in kubelet.eviction_soft.items()},
+        eviction_soft_grace_period={
+            str(k): v for k, v in kubelet.eviction_soft_grace_period.items()
+        },
+        eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
+        max_pods=kubelet.max_pods,
+        system_reserved={str(k): v for k, v in kubelet.system_reserved.items()},
+        kube_reserved={str(k): v for k, v in kubelet.kube_reserved.items()},
+    )
+
+
+def node_class(spec: Ec2NodeClassConfig, kubelet: KubeletConfig) -> Ec2NodeClassSpec:
     return Ec2NodeClassSpec(
         role=spec.role,
         subnet_tags=dict(spec.subnet_selector_tags),
@@ -45,17 +59,7 @@ def node_class(spec: Ec2NodeClassConfig) -> Ec2NodeClassSpec:
             for device in spec.block_devices
         ),
         instance_store_policy=spec.instance_store_policy,
-        kubelet=KubeletSpec(
-            eviction_hard={str(k): v for k, v in kubelet.eviction_hard.items()},
-            eviction_soft={str(k): v for k, v in kubelet.eviction_soft.items()},
-            eviction_soft_grace_period={
-                str(k): v for k, v in kubelet.eviction_soft_grace_period.items()
-            },
-            eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
-            max_pods=kubelet.max_pods,
-            system_reserved=dict(kubelet.system_reserved),
-            kube_reserved=dict(kubelet.kube_reserved),
-        ),
+        kubelet=kubelet_spec(kubelet),
         tags=dict(spec.tags),
         capacity_reservation_ids=tuple(spec.capacity_reservation_ids),
         capacity_reservation_tags=dict(spec.capacity_reservation_tags),
@@ -70,7 +74,9 @@ def karpenter_backend(pool: GpuNodePoolConfig, karpenter: KarpenterPoolConfig) -
         node_class_kind=karpenter.node_class_ref.kind,
         max_nodes=pool.max_nodes or 0,
         min_nodes=pool.min_nodes or 0,
-        ec2_node_class=node_class(karpenter.ec2_node_class) if karpenter.ec2_node_class else None,
+        ec2_node_class=(
+            node_class(karpenter.ec2_node_class, pool.kubelet) if karpenter.ec2_node_class else None
+        ),
         instance_types=tuple(karpenter.instance_types),
         instance_families=tuple(karpenter.instance_families),
         zones=tuple(karpenter.zones),
@@ -99,7 +105,7 @@ def pool_args(pool: GpuNodePoolConfig) -> GpuNodePoolArgs:
     if pool.backend == "karpenter" and pool.karpenter is not None:
         backend = karpenter_backend(pool, pool.karpenter)
     else:
-        backend = StaticBackend(nodes=tuple(pool.nodes))
+        backend = StaticBackend(nodes=tuple(pool.nodes), kubelet=kubelet_spec(pool.kubelet))
     sharing = pool.sharing
     return GpuNodePoolArgs(
         pool=pool.name,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field
 
 from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, LabelKey, LabelMap, LabelValue
+from ..config.quantity import Quantity, parse_quantity
 
 Backend = Literal["karpenter", "static"]
 PoolPurpose = Literal["training", "inference", "batch"]
@@ -34,7 +35,11 @@ EvictionSignal = Literal[
     "imagefs.inodesFree",
     "pid.available",
 ]
+ReservedResource = Literal["cpu", "memory", "ephemeral-storage", "pid"]
+MEMORY_SIGNAL: Final[EvictionSignal] = "memory.available"
 
+_GRACE_PERIOD = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+_INT32_MAX = 2**31 - 1
 _DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
 _BUDGET_DURATION = re.compile(r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))$")
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
@@ -75,10 +80,35 @@ CronSchedule = Annotated[
     str,
     AfterValidator(_pattern(_SCHEDULE, "a cron schedule such as '0 8 * * mon-fri' or '@daily'")),
 ]
-Threshold = Annotated[
-    str,
-    AfterValidator(_pattern(_THRESHOLD, "a percentage such as '5%' or a quantity such as '1Gi'")),
-]
+
+
+def _threshold(value: str) -> str:
+    if not _THRESHOLD.match(value):
+        raise ValueError(
+            f"must be a percentage such as '10%' or a quantity such as '1Gi', got {value!r}"
+        )
+    if value.endswith("%"):
+        if not 0 < float(value[:-1]) < 100:
+            raise ValueError(f"must be a percentage above 0% and below 100%, got {value!r}")
+    elif parse_quantity(value) <= 0:
+        raise ValueError(
+            f"must be above zero (0 turns the threshold off: leave it out), got {value!r}"
+        )
+    return value
+
+
+def _grace_period(value: str) -> str:
+    if not _GRACE_PERIOD.match(value):
+        raise ValueError(f"must be a duration such as '90s', '1m30s' or '2m', got {value!r}")
+    if not any(ch in "123456789" for ch in value):
+        raise ValueError(f"must be longer than zero, got {value!r}")
+    return value
+
+
+Threshold = Annotated[str, AfterValidator(_threshold)]
+"""An eviction threshold: a percentage of the resource's capacity, or an amount left."""
+GracePeriod = Annotated[str, AfterValidator(_grace_period)]
+"""A Go duration the kubelet parses (``time.ParseDuration``), above zero."""
 VolumeSize = Annotated[
     str, AfterValidator(_pattern(_VOLUME_SIZE, "a size in Gi or Ti such as '500Gi'"))
 ]
@@ -182,31 +212,50 @@ class BlockDeviceConfig(ConfigModel):
     root_volume: bool = True
 
 
-_EVICTION_HARD: dict[EvictionSignal, str] = {"memory.available": "5%", "nodefs.available": "10%"}
-_EVICTION_SOFT: dict[EvictionSignal, str] = {"memory.available": "10%"}
-_EVICTION_SOFT_GRACE: dict[EvictionSignal, str] = {"memory.available": "2m"}
+_EVICTION_HARD: dict[EvictionSignal, str] = {
+    "memory.available": "10%",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+}
+_EVICTION_SOFT: dict[EvictionSignal, str] = {"memory.available": "20%"}
+_EVICTION_SOFT_GRACE: dict[EvictionSignal, str] = {"memory.available": "1m30s"}
 _AMD64: list[Architecture] = ["amd64"]
 
 
 class KubeletConfig(ConfigModel):
-    """Kubelet settings. Seeds evict non-critical pods under memory pressure, before OOM kills."""
+    """The kubelet settings of the pool's nodes: evict non-critical pods under memory pressure
+    before the kernel's OOM killer picks a victim. Karpenter pools render them into their
+    EC2NodeClass; static pools publish them as a ``KubeletConfiguration`` drop-in (stack output
+    ``kubeletDropIns.<pool>``) for the node administrators to install."""
 
     eviction_hard: dict[EvictionSignal, Threshold] = Field(
         default_factory=lambda: dict(_EVICTION_HARD)
     )
-    """Evict at once below these thresholds. Default: memory 5%, node disk 10%."""
+    """Evict at once (no grace period) below these. Default: memory 10%, and the kubelet's own
+    disk defaults (node disk 10%, inodes 5%, image disk 15%), which the kubelet drops as soon as
+    any hard threshold is set."""
     eviction_soft: dict[EvictionSignal, Threshold] = Field(
         default_factory=lambda: dict(_EVICTION_SOFT)
     )
-    """Evict after ``evictionSoftGracePeriod`` below these. Default: memory 10%."""
-    eviction_soft_grace_period: dict[EvictionSignal, KarpenterDuration] = Field(
+    """Evict after ``evictionSoftGracePeriod`` below these; each above its hard threshold.
+    Default: memory 20%."""
+    eviction_soft_grace_period: dict[EvictionSignal, GracePeriod] = Field(
         default_factory=lambda: dict(_EVICTION_SOFT_GRACE)
     )
-    """One entry per ``evictionSoft`` signal. Default: 2m for memory."""
-    eviction_max_pod_grace_period: int | None = Field(default=None, ge=0)
-    max_pods: int | None = Field(default=None, ge=1)
-    system_reserved: dict[str, str] = {}
-    kube_reserved: dict[str, str] = {}
+    """How long a soft threshold must be crossed before pods go, one per ``evictionSoft``
+    signal. Default: 1m30s for memory."""
+    eviction_max_pod_grace_period: int = Field(default=300, ge=0, le=_INT32_MAX)
+    """Longest grace period (seconds) a pod gets when a soft threshold evicts it; a pod's
+    ``terminationGracePeriodSeconds`` above it is cut short. Default: 300 (five minutes, room
+    for a training job's last checkpoint). Hard evictions give no grace period."""
+    max_pods: int | None = Field(default=None, ge=1, le=_INT32_MAX)
+    """Most pods per node; default: the kubelet's (or Karpenter's for the instance type)."""
+    system_reserved: dict[ReservedResource, Quantity] = {}
+    """Held back from pods for the OS's daemons, e.g. ``{memory: 4Gi, cpu: "1"}``. Default:
+    none set here (the node's own kubelet config, or Karpenter's defaults, apply)."""
+    kube_reserved: dict[ReservedResource, Quantity] = {}
+    """Held back from pods for the kubelet and the container runtime. Default: none set here."""
 
 
 class Ec2NodeClassConfig(ConfigModel):
@@ -226,7 +275,6 @@ class Ec2NodeClassConfig(ConfigModel):
     """Default: one encrypted 200Gi gp3 root volume."""
     instance_store_policy: Literal["RAID0"] | None = None
     """``RAID0``: use local NVMe (p5, g6e) as node ephemeral storage."""
-    kubelet: KubeletConfig = KubeletConfig()
     tags: dict[str, str] = {}
     """Tags on instances and volumes (cost allocation)."""
     capacity_reservation_ids: list[str] = []
@@ -283,6 +331,13 @@ class GpuNodePoolConfig(ConfigModel):
     sharing: GpuSharingConfig = GpuSharingConfig()
     karpenter: KarpenterPoolConfig | None = None
     """Required for ``backend: karpenter``; not allowed for ``static``."""
+    kubelet: KubeletConfig = KubeletConfig()
+    """Eviction thresholds and reservations of the pool's kubelets. Pools sharing a Karpenter
+    node class share its kubelet settings, so they must agree."""
+    node_memory: Quantity | None = None
+    """Memory of one node (the smallest, if they differ), e.g. ``1Ti``. Checks that the kubelet's
+    reservations and eviction thresholds leave room for pods; required when they are quantities
+    that cannot be compared otherwise."""
 
     @property
     def node_count(self) -> int:

@@ -186,12 +186,114 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         "soft eviction without a grace period",
         "prod",
         _set(
-            "nodePools.0.karpenter.ec2NodeClass.kubelet",
-            {"evictionSoft": {"memory.available": "10%", "nodefs.available": "15%"}},
+            "nodePools.0.kubelet",
+            {"evictionSoft": {"memory.available": "20%", "nodefs.available": "15%"}},
         ),
-        "ai-platform:nodePools[h100-training].karpenter.ec2NodeClass.kubelet."
-        "evictionSoftGracePeriod: needs a grace period for every evictionSoft signal; missing: "
-        "nodefs.available",
+        "ai-platform:nodePools[h100-training].kubelet.evictionSoftGracePeriod: needs a grace "
+        "period for every evictionSoft signal; missing: nodefs.available",
+    ),
+    (
+        "a grace period without a soft threshold",
+        "dev",
+        _set(
+            "nodePools.0.kubelet.evictionSoftGracePeriod",
+            {"memory.available": "1m30s", "pid.available": "1m"},
+        ),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionSoftGracePeriod: has signals without an "
+        "evictionSoft threshold: pid.available",
+    ),
+    (
+        "soft threshold below the hard floor",
+        "dev",
+        _set("nodePools.0.kubelet.evictionSoft", {"memory.available": "8%"}),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionSoft.memory.available: evictionSoft "
+        "memory.available '8%' must leave more available than evictionHard '10%': soft "
+        "eviction must start before the hard floor, or it never runs",
+    ),
+    (
+        "soft threshold as a quantity below a percentage floor",
+        "dev",
+        _set("nodePools.0.kubelet.evictionSoft", {"memory.available": "64Gi"}),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionSoft.memory.available: evictionSoft "
+        "memory.available '64Gi' must leave more available than evictionHard '10%': soft "
+        "eviction must start before the hard floor, or it never runs",
+    ),
+    (
+        "a hard floor above the default soft threshold",
+        "dev",
+        _set("nodePools.0.kubelet.evictionHard", {"memory.available": "25%"}),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionHard.memory.available: evictionSoft "
+        "memory.available '20%' must leave more available than evictionHard '25%': soft "
+        "eviction must start before the hard floor, or it never runs",
+    ),
+    (
+        "a percentage and a quantity without the node's memory",
+        "dev",
+        _all(
+            _delete("nodePools.0.nodeMemory"),
+            _delete("nodePools.0.kubelet.systemReserved"),
+            _delete("nodePools.0.kubelet.kubeReserved"),
+            _set("nodePools.0.kubelet.evictionHard", {"memory.available": "2Gi"}),
+        ),
+        "ai-platform:nodePools[lab-a100].nodeMemory: required to compare evictionSoft "
+        "memory.available '20%' with evictionHard '2Gi' (a percentage and a quantity)",
+    ),
+    (
+        "memory reservations without the node's memory",
+        "dev",
+        _delete("nodePools.0.nodeMemory"),
+        "ai-platform:nodePools[lab-a100].nodeMemory: required with kubeReserved.memory and "
+        "systemReserved.memory: the reservations and eviction thresholds must leave memory for "
+        "pods",
+    ),
+    (
+        "reservations and the soft threshold above the node's memory",
+        "dev",
+        _set("nodePools.0.kubelet.systemReserved", {"memory": "820Gi"}),
+        "ai-platform:nodePools[lab-a100].nodeMemory: 1Ti leaves no memory for pods after "
+        "kubeReserved.memory 4Gi, systemReserved.memory 820Gi and the evictionSoft "
+        "memory.available threshold '20%' (204.8Gi): the node would always be under memory "
+        "pressure",
+    ),
+    (
+        "a percentage out of range",
+        "dev",
+        _set("nodePools.0.kubelet.evictionHard", {"memory.available": "0%"}),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionHard.memory.available: must be a "
+        "percentage above 0% and below 100%, got '0%'",
+    ),
+    (
+        "a grace period that is no duration",
+        "dev",
+        _set("nodePools.0.kubelet.evictionSoftGracePeriod", {"memory.available": "90"}),
+        "ai-platform:nodePools[lab-a100].kubelet.evictionSoftGracePeriod.memory.available: "
+        "must be a duration such as '90s', '1m30s' or '2m', got '90'",
+    ),
+    (
+        "a reservation of an unknown resource",
+        "dev",
+        _set("nodePools.0.kubelet.kubeReserved", {"gpu": "1"}),
+        "ai-platform:nodePools[lab-a100].kubelet.kubeReserved.gpu: must be one of 'cpu', "
+        "'memory', 'ephemeral-storage' or 'pid', got 'gpu'",
+    ),
+    (
+        "a pool on another pool's node class with other kubelet settings",
+        "prod",
+        _set("nodePools.2.kubelet", {"evictionMaxPodGracePeriod": 60}),
+        "ai-platform:nodePools[spot-batch].kubelet: must equal the kubelet settings of "
+        "nodePools[l4-inference], which creates node class 'gpu-general' this pool launches "
+        "with (or give this pool its own ec2NodeClass)",
+    ),
+    (
+        "kubelet settings on a node class made elsewhere",
+        "prod",
+        _all(
+            _set("nodePools.2.karpenter.nodeClassRef.name", "gpu-shared"),
+            _set("nodePools.2.kubelet", {}),
+        ),
+        "ai-platform:nodePools[spot-batch].kubelet: node class 'gpu-shared' is not created by "
+        "any pool, so its own kubelet settings apply: set them there, or give this pool its "
+        "ec2NodeClass",
     ),
     (
         "reserved capacity without reservations",

@@ -16,7 +16,7 @@ from components.constants import (
     PATCH_FIELD_MANAGER_ANNOTATION,
 )
 from components.gpu_node_pool import GPU_TAINT, GpuSharing
-from tests.harness import run_stack
+from tests.harness import run_stack, stack_config
 
 GPU_TOLERATION = {
     "key": "nvidia.com/gpu",
@@ -24,6 +24,20 @@ GPU_TOLERATION = {
     "value": "present",
     "effect": "NoSchedule",
 }
+
+
+DEFAULT_EVICTION = {
+    "evictionHard": {
+        "memory.available": "10%",
+        "nodefs.available": "10%",
+        "nodefs.inodesFree": "5%",
+        "imagefs.available": "15%",
+    },
+    "evictionSoft": {"memory.available": "20%"},
+    "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+    "evictionMaxPodGracePeriod": 300,
+}
+"""Every pool's kubelet settings unless it sets its own."""
 
 
 def _requirements(nodepool: Any) -> dict[str, list[str]]:
@@ -79,9 +93,11 @@ def test_pool_owns_its_ec2_node_class_with_eviction_thresholds(prod_run):
     spec = prod_run.find("EC2NodeClass", "gpu-training").inputs["spec"]
     assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20251110"}]
     assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-prod"}}]
-    assert spec["kubelet"]["evictionHard"] == {"memory.available": "5%", "nodefs.available": "10%"}
-    assert spec["kubelet"]["evictionSoft"] == {"memory.available": "10%"}
-    assert spec["kubelet"]["evictionSoftGracePeriod"] == {"memory.available": "2m"}
+    # The pool's kubelet settings, defaults: memory 20% soft for 1m30s, 10% hard, and the
+    # kubelet's own disk floors, which it drops once evictionHard is set at all.
+    assert spec["kubelet"] == {
+        **DEFAULT_EVICTION,
+    }
     assert spec["capacityReservationSelectorTerms"] == [
         {"tags": {"aiplatform.io/pool": "h100-training"}}
     ]
@@ -186,3 +202,37 @@ def test_karpenter_pool_without_owned_node_class(prod_config):
     ]
     ref = run.find("NodePool", "h100-training").inputs["spec"]["template"]["spec"]["nodeClassRef"]
     assert ref["name"] == "gpu-training"
+
+
+def test_pool_kubelet_settings_reach_its_node_class():
+    config = stack_config("prod")
+    kubelet = {
+        "evictionHard": {"memory.available": "16Gi"},
+        "evictionSoft": {"memory.available": "64Gi"},
+        "evictionSoftGracePeriod": {"memory.available": "2m"},
+        "evictionMaxPodGracePeriod": 600,
+        "kubeReserved": {"cpu": "1", "memory": "8Gi"},
+        "maxPods": 64,
+    }
+    config["nodePools"][0]["kubelet"] = kubelet
+    config["nodePools"][0]["nodeMemory"] = "2Ti"  # p5.48xlarge
+    spec = run_stack(config, "prod").find("EC2NodeClass", "gpu-training").inputs["spec"]
+    assert spec["kubelet"] == kubelet
+
+
+def test_static_pool_publishes_its_kubelet_drop_in(dev_run):
+    drop_ins = dev_run.value.kubelet_drop_ins
+    assert sorted(drop_ins) == ["lab-a100", "lab-a100-mig"]
+    assert drop_ins["lab-a100"] == {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        **DEFAULT_EVICTION,
+        "systemReserved": {"cpu": "2", "memory": "8Gi"},
+        "kubeReserved": {"cpu": "1", "memory": "4Gi"},
+    }
+    # The drop-in is published, never applied: no object on the cluster carries it.
+    assert not [r for r in dev_run.kubernetes_objects() if r.kind == "KubeletConfiguration"]
+
+
+def test_karpenter_pools_publish_no_drop_in(prod_run):
+    assert prod_run.value.kubelet_drop_ins == {}

@@ -78,7 +78,7 @@ subnets' zones, which the config does not know: the zones other pools name stand
 DEFAULT_EPHEMERAL_STORAGE: Final = "500Gi"
 """Node disk when the config says nothing (static servers, pools without their node class)."""
 DEFAULT_MAX_PODS: Final = 110
-"""The kubelet's default ``maxPods``; a node class's ``kubelet.maxPods`` overrides it."""
+"""The kubelet's default ``maxPods``; a pool's ``kubelet.maxPods`` overrides it."""
 SYSTEM_POOL: Final = "system"
 SYSTEM_NODES: Final = 3
 SYSTEM_SHAPE: Final = {"cpu": "32", "memory": "128Gi"}
@@ -279,7 +279,7 @@ def _karpenter_nodes(
         if node_class
         else None
     ) or DEFAULT_EPHEMERAL_STORAGE
-    max_pods = (node_class.kubelet.max_pods if node_class else None) or DEFAULT_MAX_PODS
+    max_pods = pool.kubelet.max_pods or DEFAULT_MAX_PODS
     resources = _resources(args, shape, storage, max_pods)
     nodes = []
     for index in range(karpenter_node_count(pool)):
