@@ -9,8 +9,16 @@ from typing import Any, Final, NamedTuple
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from .kube import as_map, as_seq, as_str, dig, fmt_num, labels_of, parse_quantity
-from .podspec import POD_TEMPLATE_PATHS, RAY_KINDS, ContainerRef, PodView, pod_view, pod_views
+from .kube import as_int, as_map, as_seq, as_str, dig, fmt_num, labels_of, parse_quantity
+from .podspec import (
+    POD_TEMPLATE_PATHS,
+    RAY_KINDS,
+    ContainerRef,
+    PodView,
+    iter_volume_mounts,
+    pod_view,
+    pod_views,
+)
 from .registry import (
     NO_KNOBS,
     Category,
@@ -454,6 +462,106 @@ gpu_priority_class = resource_policy(
         lambda raw: str_list(raw.get("allowedPriorityClasses")),
     ),
     kinds=GPU_POD_KINDS,
+)
+
+
+# --- training-checkpoint-grace-period -------------------------------------------------------------
+DEFAULT_CHECKPOINT_GRACE_SECONDS: Final = 120
+KUBERNETES_DEFAULT_GRACE_SECONDS: Final = 30
+"""What a pod gets when it sets no ``terminationGracePeriodSeconds``."""
+
+
+class CheckpointGrace(NamedTuple):
+    minimum: int
+    paths: tuple[str, ...]
+    workload_types: frozenset[str]
+
+
+def _parse_checkpoint_grace(raw: Mapping[str, Any]) -> CheckpointGrace:
+    paths = tuple(p.rstrip("/") or "/" for p in str_list(raw.get("checkpointPaths")))
+    return CheckpointGrace(
+        int_value(raw.get("minGracePeriodSeconds"), DEFAULT_CHECKPOINT_GRACE_SECONDS),
+        paths,
+        frozenset(str_list(raw.get("workloadTypes"))),
+    )
+
+
+def _checkpoint_mount(view: PodView, paths: tuple[str, ...]) -> str | None:
+    """The first mount at or below a checkpoint path of a claim-backed volume."""
+    for container in view.containers:
+        for volume_name, mount_path in iter_volume_mounts(container):
+            path = mount_path.rstrip("/") or "/"
+            if not any(path == p or path.startswith(p + "/") for p in paths):
+                continue
+            if "persistentVolumeClaim" in view.volumes.get(volume_name, {}):
+                return mount_path
+    return None
+
+
+def _check_checkpoint_grace(
+    args: ResourceValidationArgs, report: ReportViolation, cfg: CheckpointGrace
+) -> None:
+    found = gpu_view(args)
+    if found is None:
+        return
+    view, _profile = found
+    if view.workload_type not in cfg.workload_types:
+        return
+    mount = _checkpoint_mount(view, cfg.paths)
+    if mount is None:
+        return
+    raw = view.spec.get("terminationGracePeriodSeconds")
+    grace = as_int(raw)
+    if raw is None:
+        shown = f"sets no terminationGracePeriodSeconds ({KUBERNETES_DEFAULT_GRACE_SECONDS} s)"
+    elif grace is None:
+        shown = f"sets terminationGracePeriodSeconds {raw!r}"
+    else:
+        shown = f"sets terminationGracePeriodSeconds {grace}"
+    if grace is None or grace < cfg.minimum:
+        report(
+            f'GPU {view.workload_type} pod writes checkpoints at "{mount}" but {shown}, below '
+            f"the {cfg.minimum} s it needs to save one after SIGTERM",
+            None,
+        )
+
+
+training_checkpoint_grace_period = resource_policy(
+    name="training-checkpoint-grace-period",
+    description=(
+        "GPU training pods with a checkpoint volume have time to save a checkpoint on SIGTERM."
+    ),
+    category=Category.GPU,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Set spec.terminationGracePeriodSeconds on the pod template to at least the time a "
+        "checkpoint takes to write (stack config: workloads[].training."
+        "terminationGracePeriodSeconds), and handle SIGTERM in the trainer by saving one. "
+        "Preemption, drains and soft evictions give a pod this long before SIGKILL; the "
+        "default 30 s loses the work since the last periodic checkpoint. Keep it within the "
+        "node pool's evictionMaxPodGracePeriod, which caps what a soft eviction grants."
+    ),
+    check=_check_checkpoint_grace,
+    knobs=Knobs(
+        {
+            "minGracePeriodSeconds": {
+                "type": "integer",
+                "minimum": 0,
+                "default": DEFAULT_CHECKPOINT_GRACE_SECONDS,
+                "description": "Least terminationGracePeriodSeconds of such a pod.",
+            },
+            "checkpointPaths": string_list_schema(
+                "Mount paths (and everything below them) of checkpoint volumes.",
+                ("/checkpoints",),
+            ),
+            "workloadTypes": string_list_schema(
+                "Values of the workload-type label the policy applies to.",
+                (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION),
+            ),
+        },
+        _parse_checkpoint_grace,
+    ),
+    kinds=WORKLOAD_KINDS,
 )
 
 
