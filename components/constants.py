@@ -20,6 +20,9 @@ WORKLOAD_TYPE_EVALUATION: Final = "evaluation"
 WORKLOAD_TYPE_INFERENCE: Final = "inference"
 WORKLOAD_TYPE_WORKER: Final = "worker"
 """A worker pool's pods: Celery workers taking tasks from a queue."""
+CHECKPOINT_GRACE_SECONDS: Final = 120
+"""``terminationGracePeriodSeconds`` of training pods unless set: time to save a last checkpoint
+after SIGTERM. The policy pack's minimum for GPU training pods with a checkpoint volume."""
 NODE_POOL_LABEL: Final = f"{LABEL_PREFIX}/node-pool"
 """Set on every GPU node of a pool; the node selector of the pool's scheduling contract."""
 TEAM_PURPOSE_LABEL: Final = f"{LABEL_PREFIX}/team-purpose"

@@ -38,6 +38,7 @@ SHARED: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
             "WORKLOAD_TYPE_EVALUATION",
             "WORKLOAD_TYPE_INFERENCE",
             "WORKLOAD_TYPE_WORKER",
+            "CHECKPOINT_GRACE_SECONDS",
             "NODE_POOL_LABEL",
             "TENANT_REACHABLE_FROM_ANNOTATION",
             "ESCAPE_HATCH_EXCEPTION_ANNOTATION",

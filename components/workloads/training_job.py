@@ -29,6 +29,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..constants import (
+    CHECKPOINT_GRACE_SECONDS,
     DISRUPTION_TARGET_CONDITION,
     JOB_COMPLETION_INDEX_ANNOTATION,
     JOB_COMPLETION_INDEX_ENV,
@@ -140,8 +141,8 @@ class TrainingJobArgs(pod.WorkloadPodArgs):
     shm_size: str | None = "16Gi"
     """``/dev/shm`` (memory-backed, counts against the memory limit): dataloaders and NCCL."""
     tmp_size: str = "8Gi"
-    termination_grace_period_seconds: int = 120
-    """Time to write a last checkpoint after SIGTERM (preemption, drain)."""
+    termination_grace_period_seconds: int = CHECKPOINT_GRACE_SECONDS
+    """Time to write a last checkpoint after SIGTERM (preemption, drain, soft eviction)."""
     nodes: int = 1
     """Workers (pods), one per node: ``completions == parallelism == nodes``."""
     workload_type: str = WORKLOAD_TYPE_TRAINING

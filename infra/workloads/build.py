@@ -194,6 +194,7 @@ def training_job_args(
         active_deadline_seconds=settings.active_deadline_seconds,
         ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
         non_retryable_exit_codes=tuple(settings.non_retryable_exit_codes),
+        termination_grace_period_seconds=settings.termination_grace_period_seconds,
         preflight=PreflightSpec(
             enabled=preflight.enabled,
             image=None if preflight.image is None else _image(preflight.image, config),

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from components.constants import TORCHRUN_MASTER_PORT
+from components.constants import CHECKPOINT_GRACE_SECONDS, TORCHRUN_MASTER_PORT
 from components.predicates import is_dns1035_label
 from components.workloads.inference_service import MAX_DEPENDENCY_NAME_LENGTH
 from components.workloads.workload_pod import MAX_NAME_LENGTH
@@ -165,6 +165,10 @@ class PreflightConfig(ConfigModel):
     """Fail the job (instead of retrying) when a worker sees the wrong number of GPUs."""
 
 
+_MAX_GRACE_SECONDS = 86400
+"""A day: a grace period longer than that is a typo, and holds the node as long."""
+
+
 class TrainingConfig(ConfigModel):
     """Settings of ``kind: training`` workloads."""
 
@@ -188,6 +192,12 @@ class TrainingConfig(ConfigModel):
     """How long a finished job and its pods stay (default a week)."""
     non_retryable_exit_codes: list[ExitCode] = []
     """Trainer exit codes that fail the job at once (config errors of the trainer)."""
+    termination_grace_period_seconds: int = Field(
+        default=CHECKPOINT_GRACE_SECONDS, ge=0, le=_MAX_GRACE_SECONDS
+    )
+    """Seconds between SIGTERM and SIGKILL when a worker is preempted, drained or evicted: time
+    to save a checkpoint (docs/workloads.md, the SIGTERM contract). At most the pool's
+    ``kubelet.evictionMaxPodGracePeriod``, which caps it on soft evictions. Default: 120."""
     preflight: PreflightConfig = PreflightConfig()
 
 

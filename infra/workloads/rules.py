@@ -434,6 +434,28 @@ def workloads_needing_redis_have_it(config: WorkloadPlatform) -> Iterator[Config
         )
 
 
+def training_grace_fits_pool_eviction(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
+    """A soft eviction gives a pod at most its pool's ``evictionMaxPodGracePeriod``: a training
+    job that needs longer to save its checkpoint would be killed while it writes."""
+    pools = by_name(config.node_pools)
+    for index, workload in parsed(config.workloads):
+        found = pools.get(workload.gpus.pool) if workload.gpus else None
+        if workload.kind != "training" or found is None:
+            continue
+        pool = found[1]
+        grace = workload.training_settings.termination_grace_period_seconds
+        cap = pool.kubelet.eviction_max_pod_grace_period
+        if not pool.kubelet.eviction_soft or grace <= cap:
+            continue
+        yield ConfigIssue(
+            ("workloads", index, "training", "terminationGracePeriodSeconds"),
+            f"{grace} s is longer than pool {pool.name!r} grants on a soft eviction "
+            f"(evictionMaxPodGracePeriod {cap} s): the workers would be killed before their "
+            f"checkpoint is saved; shorten it or raise "
+            f"{entry_ref('nodePools', pool.name)}.kubelet.evictionMaxPodGracePeriod",
+        )
+
+
 def workload_priority_classes(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
     teams = by_name(config.teams)
     known = by_name(config.priority_classes)
@@ -898,6 +920,7 @@ RULES = (
     workload_gpus_fit_pools,
     gangs_fit_their_pool,
     workloads_needing_redis_have_it,
+    training_grace_fits_pool_eviction,
     workload_priority_classes,
     workload_volumes,
     workloads_fit_team_quota,

@@ -38,6 +38,7 @@ from .scope import (
     system_namespaces_knob,
 )
 from .shared import (
+    CHECKPOINT_GRACE_SECONDS,
     GPU_RESOURCE,
     GPU_TAINT_EFFECT,
     GPU_TAINT_KEY,
@@ -466,7 +467,6 @@ gpu_priority_class = resource_policy(
 
 
 # --- training-checkpoint-grace-period -------------------------------------------------------------
-DEFAULT_CHECKPOINT_GRACE_SECONDS: Final = 120
 KUBERNETES_DEFAULT_GRACE_SECONDS: Final = 30
 """What a pod gets when it sets no ``terminationGracePeriodSeconds``."""
 
@@ -480,7 +480,7 @@ class CheckpointGrace(NamedTuple):
 def _parse_checkpoint_grace(raw: Mapping[str, Any]) -> CheckpointGrace:
     paths = tuple(p.rstrip("/") or "/" for p in str_list(raw.get("checkpointPaths")))
     return CheckpointGrace(
-        int_value(raw.get("minGracePeriodSeconds"), DEFAULT_CHECKPOINT_GRACE_SECONDS),
+        int_value(raw.get("minGracePeriodSeconds"), CHECKPOINT_GRACE_SECONDS),
         paths,
         frozenset(str_list(raw.get("workloadTypes"))),
     )
@@ -547,7 +547,7 @@ training_checkpoint_grace_period = resource_policy(
             "minGracePeriodSeconds": {
                 "type": "integer",
                 "minimum": 0,
-                "default": DEFAULT_CHECKPOINT_GRACE_SECONDS,
+                "default": CHECKPOINT_GRACE_SECONDS,
                 "description": "Least terminationGracePeriodSeconds of such a pod.",
             },
             "checkpointPaths": string_list_schema(

@@ -17,6 +17,7 @@ WORKLOAD_TYPE_TRAINING: Final = "training"
 WORKLOAD_TYPE_EVALUATION: Final = "evaluation"
 WORKLOAD_TYPE_INFERENCE: Final = "inference"
 WORKLOAD_TYPE_WORKER: Final = "worker"
+CHECKPOINT_GRACE_SECONDS: Final = 120
 NODE_POOL_LABEL: Final = "aiplatform.io/node-pool"
 TENANT_REACHABLE_FROM_ANNOTATION: Final = "aiplatform.io/reachable-from"
 ESCAPE_HATCH_EXCEPTION_ANNOTATION: Final = "aiplatform.io/escape-hatch-exception"

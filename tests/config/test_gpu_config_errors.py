@@ -279,7 +279,7 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
     (
         "a pool on another pool's node class with other kubelet settings",
         "prod",
-        _set("nodePools.2.kubelet", {"evictionMaxPodGracePeriod": 60}),
+        _set("nodePools.2.kubelet", {"maxPods": 50}),
         "ai-platform:nodePools[spot-batch].kubelet: must equal the kubelet settings of "
         "nodePools[l4-inference], which creates node class 'gpu-general' this pool launches "
         "with (or give this pool its own ec2NodeClass)",

@@ -131,6 +131,37 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         f"ai-platform:workloads[{'a' * 41}].name: {DNS1035}'{'a' * 41}'",
     ),
     (
+        "a grace period a soft eviction would cut short",
+        "dev",
+        _set("workloads.0.training.terminationGracePeriodSeconds", 600),
+        "ai-platform:workloads[llama-finetune].training.terminationGracePeriodSeconds: 600 s is "
+        "longer than pool 'lab-a100' grants on a soft eviction (evictionMaxPodGracePeriod 300 "
+        "s): the workers would be killed before their checkpoint is saved; shorten it or raise "
+        "nodePools[lab-a100].kubelet.evictionMaxPodGracePeriod",
+    ),
+    (
+        "the default grace period above a pool's soft-eviction cap",
+        "dev",
+        _set("nodePools.0.kubelet.evictionMaxPodGracePeriod", 60),
+        (
+            "ai-platform:workloads[llama-finetune].training.terminationGracePeriodSeconds: 120 s "
+            "is longer than pool 'lab-a100' grants on a soft eviction (evictionMaxPodGracePeriod "
+            "60 s): the workers would be killed before their checkpoint is saved; shorten it or "
+            "raise nodePools[lab-a100].kubelet.evictionMaxPodGracePeriod",
+            "ai-platform:workloads[llama-eval].training.terminationGracePeriodSeconds: 120 s is "
+            "longer than pool 'lab-a100' grants on a soft eviction (evictionMaxPodGracePeriod 60 "
+            "s): the workers would be killed before their checkpoint is saved; shorten it or "
+            "raise nodePools[lab-a100].kubelet.evictionMaxPodGracePeriod",
+        ),
+    ),
+    (
+        "a grace period of more than a day",
+        "dev",
+        _set("workloads.0.training.terminationGracePeriodSeconds", 86401),
+        "ai-platform:workloads[llama-finetune].training.terminationGracePeriodSeconds: must be "
+        "<= 86400, got 86401",
+    ),
+    (
         "unknown kind",
         "dev",
         _set("workloads.0.kind", "batch"),

@@ -221,3 +221,16 @@ def test_config_settings_reach_the_manifests(prod_run):
     assert preflight["command"][-2:] == ["--checkpoint-min-free", "500Gi"]
     policy = prod_run.find("NetworkPolicy", "llama-finetune-network", "research").inputs["spec"]
     assert policy["egress"][-1]["to"] == [{"ipBlock": {"cidr": "52.216.0.0/15"}}]
+
+
+def test_training_pods_get_their_checkpoint_grace_period(dev_config):
+    dev_config["workloads"][0]["training"]["terminationGracePeriodSeconds"] = 240
+    run = run_stack(dev_config)
+    assert (
+        pod_spec(run.find("Job", "llama-finetune", "research"))["terminationGracePeriodSeconds"]
+        == 240
+    )
+    # Unset: time for a last checkpoint, within the pool's soft-eviction cap (300 s).
+    assert (
+        pod_spec(run.find("Job", "llama-eval", "research"))["terminationGracePeriodSeconds"] == 120
+    )
