@@ -64,6 +64,14 @@ def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str], str]:
     return check
 
 
+def duration_seconds(duration: str) -> int | None:
+    """Seconds of a Karpenter duration (``1h30m``); ``None`` for ``Never``."""
+    if duration == "Never":
+        return None
+    units = {"s": 1, "m": 60, "h": 3600}
+    return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(s|m|h)", duration))
+
+
 KarpenterDuration = Annotated[
     str, AfterValidator(_pattern(_DURATION, "a duration such as '30m', '720h' or 'Never'"))
 ]

@@ -47,7 +47,7 @@ from ..gpu.capacity import (
     pool_is_sound,
     pool_units_per_node,
 )
-from ..gpu.config import GpuNodePoolConfig
+from ..gpu.config import GpuNodePoolConfig, duration_seconds
 from ..queueing.config import default_queue_capacity
 from ..queueing.rules import queued
 from ..storage.config import StorageClassConfig
@@ -444,16 +444,25 @@ def training_grace_fits_pool_eviction(config: WorkloadPlatform) -> Iterator[Conf
             continue
         pool = found[1]
         grace = workload.training_settings.termination_grace_period_seconds
+        path = ("workloads", index, "training", "terminationGracePeriodSeconds")
         cap = pool.kubelet.eviction_max_pod_grace_period
-        if not pool.kubelet.eviction_soft or grace <= cap:
-            continue
-        yield ConfigIssue(
-            ("workloads", index, "training", "terminationGracePeriodSeconds"),
-            f"{grace} s is longer than pool {pool.name!r} grants on a soft eviction "
-            f"(evictionMaxPodGracePeriod {cap} s): the workers would be killed before their "
-            f"checkpoint is saved; shorten it or raise "
-            f"{entry_ref('nodePools', pool.name)}.kubelet.evictionMaxPodGracePeriod",
-        )
+        if pool.kubelet.eviction_soft and grace > cap:
+            yield ConfigIssue(
+                path,
+                f"{grace} s is longer than pool {pool.name!r} grants on a soft eviction "
+                f"(evictionMaxPodGracePeriod {cap} s): the workers would be killed before their "
+                f"checkpoint is saved; shorten it or raise "
+                f"{entry_ref('nodePools', pool.name)}.kubelet.evictionMaxPodGracePeriod",
+            )
+        drain = pool.karpenter.disruption.termination_grace_period if pool.karpenter else None
+        drain_seconds = duration_seconds(drain) if drain else None
+        if drain_seconds is not None and grace > drain_seconds:
+            yield ConfigIssue(
+                path,
+                f"{grace} s is longer than Karpenter waits for pods on a draining node of pool "
+                f"{pool.name!r} (karpenter.disruption.terminationGracePeriod {drain}): the "
+                "workers would be killed before their checkpoint is saved",
+            )
 
 
 def workload_priority_classes(config: WorkloadPlatform) -> Iterator[ConfigIssue]:

@@ -155,6 +155,15 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         ),
     ),
     (
+        "a grace period longer than Karpenter waits on a drain",
+        "prod",
+        _set("nodePools.0.karpenter.disruption.terminationGracePeriod", "4m"),
+        "ai-platform:workloads[llama-finetune].training.terminationGracePeriodSeconds: 300 s is "
+        "longer than Karpenter waits for pods on a draining node of pool 'h100-training' "
+        "(karpenter.disruption.terminationGracePeriod 4m): the workers would be killed before "
+        "their checkpoint is saved",
+    ),
+    (
         "a grace period of more than a day",
         "dev",
         _set("workloads.0.training.terminationGracePeriodSeconds", 86401),
