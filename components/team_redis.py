@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, LABEL_PREFIX
+from .network_rules import pods_peer, tcp
 
 REDIS_SERVICE: Final = "team-redis"
 """The team Redis Service (and StatefulSet) in the team namespace."""
@@ -45,10 +46,7 @@ def redis_server_selector() -> dict[str, str]:
 def redis_egress_rule() -> dict[str, Any]:
     """The NetworkPolicy egress rule a client pod needs: the team Redis pod of its own
     namespace, on the Redis port only."""
-    return {
-        "to": [{"podSelector": {"matchLabels": redis_server_selector()}}],
-        "ports": [{"protocol": "TCP", "port": REDIS_PORT}],
-    }
+    return {"to": [pods_peer(redis_server_selector())], "ports": [tcp(REDIS_PORT)]}
 
 
 def secret_env(name: str, key: str, secret: str = REDIS_SECRET) -> dict[str, Any]:
