@@ -91,3 +91,10 @@ def mirrored(reference: str, mirror: str | None) -> str:
     if mirror is None or reference.startswith(f"{mirror}/"):
         return reference
     return f"{mirror}/{split_image(reference)}"
+
+
+REDIS_IMAGE = "public.ecr.aws/docker/library/redis:7.4.2-alpine"
+"""The team Redis: Docker's official image, from its public-registry copy (the allowed
+registries hold it; Docker Hub is not one of them)."""
+REDIS_EXPORTER_IMAGE = "quay.io/oliver006/redis_exporter:v1.67.0"
+"""The team Redis' metrics sidecar (redis_exporter, one binary, runs as any non-root user)."""

@@ -52,6 +52,19 @@ class WorkloadOutputs(OutputModel):
     """The Celery queues a worker pool consumes (send its tasks there); empty for others."""
 
 
+class TeamRedisOutputs(OutputModel):
+    """The team's Redis: where it answers and which Secret holds its credentials."""
+
+    service: str
+    """The Redis Service (and StatefulSet) in the team's namespace."""
+    host: str
+    """``<service>.<ns>.svc.cluster.local``; port 6379."""
+    secret: str
+    """Secret in the team's namespace: ``password`` and ``url``
+    (``redis://:<password>@<host>:6379/0``). Only the team's own pods with the
+    ``aiplatform.io/redis-client: "true"`` label get through the Redis NetworkPolicy."""
+
+
 class TeamOutputs(OutputModel):
     """Where a team's workloads go and what they run as."""
 
@@ -69,6 +82,8 @@ class TeamOutputs(OutputModel):
     """The team's ClusterQueue (cluster-scoped); None when the team queues nothing."""
     workloads: dict[str, WorkloadOutputs] = {}
     """Per workload name (``ai-platform:workloads`` of this team)."""
+    redis: TeamRedisOutputs | None = None
+    """The team Redis; null when ``teams[].redis.enabled`` is false."""
 
 
 class GpuPoolOutputs(OutputModel):

@@ -21,6 +21,7 @@ from components.priority_classes import PriorityClasses
 from components.raw_manifests import RawManifests
 from components.storage_classes import StorageClasses
 from components.team_namespace import TeamNamespace
+from components.team_redis_server import TeamRedis
 from components.workloads import InferenceService, TrainingJob
 from components.workloads.ray import RayCluster, RayJob
 from components.workloads.worker_pool import WorkerPool
@@ -52,6 +53,10 @@ def team_queue_name(team: TeamConfig) -> str:
 
 def default_queue_name(team: TeamConfig) -> str:
     return f"{team.name}-default-queue"
+
+
+def redis_name(team: TeamConfig) -> str:
+    return f"{team.name}-redis"
 
 
 def volume_name(team: TeamConfig, volume: TeamVolume) -> str:
@@ -89,6 +94,7 @@ def config_sources(
         queue = ("teams", index, "queue")
         components.setdefault((TeamQueue.__name__, team_queue_name(team)), queue)
         components.setdefault((DefaultQueue.__name__, default_queue_name(team)), ("teams", index))
+        components.setdefault((TeamRedis.__name__, redis_name(team)), ("teams", index, "redis"))
         for position, volume in enumerate(team.volumes):
             components.setdefault(
                 (DataVolume.__name__, volume_name(team, volume)),

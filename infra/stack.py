@@ -27,6 +27,7 @@ from .outputs import (
 )
 from .queueing import build as queueing
 from .ray import build as ray
+from .redis import build as redis_build
 from .scheduling import build as scheduling
 from .storage import build as storage_build
 from .tenancy import build as tenancy
@@ -83,7 +84,10 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
                 team, config, pools, [kueue, tenant], provider
             )
         volumes = storage_build.team_volumes(team, tenant.namespace, config, on_cluster)
-        tenants[team.name] = Tenant(team, tenant, queue, volumes, default_queue)
+        # Kueue admits the server (it names no queue) through the default LocalQueue.
+        redis_after = [default_queue.local_queue if default_queue else tenant]
+        redis = redis_build.team_redis(team, config, redis_after, tenant.namespace, on_cluster)
+        tenants[team.name] = Tenant(team, tenant, queue, volumes, default_queue, redis)
 
     workloads: dict[str, dict[str, WorkloadOutputs]] = {}
     for workload in config.workloads:
@@ -115,6 +119,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
             local_queue=queue.local_queue_name if queue else None,
             cluster_queue=queue.cluster_queue_name if queue else None,
             workloads=workloads.get(name, {}),
+            redis=redis_build.team_redis_outputs(owner.redis),
         )
 
     return StackOutputs(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,20 @@ def stack_config(stack: str) -> dict[str, Any]:
     values = StackFile(ROOT / f"Pulumi.{stack}.yaml").values
     prefix = f"{PROJECT}:"
     return copy.deepcopy({k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)})
+
+
+def config_error_lines(stack: str, mutation: Callable[[dict[str, Any]], None]) -> list[str]:
+    """``Pulumi.<stack>.yaml: <key path>: <message>`` per issue of the stack once ``mutation``
+    changed it: what a user reads. Fails if the mutated config is valid."""
+    from infra.config import ConfigError, validate_platform_config
+
+    config = stack_config(stack)
+    mutation(config)
+    try:
+        validate_platform_config(config, f"Pulumi.{stack}.yaml")
+    except ConfigError as caught:
+        return [f"{caught.source}: {issue.key_path}: {issue.message}" for issue in caught.issues]
+    raise AssertionError("the mutated config is valid")
 
 
 def engine_config(config: dict[str, Any]) -> dict[str, str]:

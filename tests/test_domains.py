@@ -20,6 +20,7 @@ DOMAINS = (
     "workloads",
     "monitoring",
     "manifests",
+    "redis",
 )
 
 

@@ -67,7 +67,13 @@ def test_prod_outputs_match_the_stack(prod_run):
                 "queues": [],
             },
         },
+        "redis": {
+            "service": "team-redis",
+            "host": "team-redis.research.svc.cluster.local",
+            "secret": "team-redis-auth",
+        },
     }
+    assert outputs["teams"]["search-serving"]["redis"] is None
     assert outputs["teams"]["search-serving"]["workloads"]["llm-chat"] == {
         "kind": "inference",
         "workloadType": "inference",

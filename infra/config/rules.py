@@ -15,6 +15,7 @@ from ..manifests import rules as manifests
 from ..monitoring import rules as monitoring
 from ..queueing import rules as queueing
 from ..ray import rules as ray
+from ..redis import rules as redis
 from ..scheduling import rules as scheduling
 from ..storage import rules as storage
 from ..tenancy import rules as tenancy
@@ -35,6 +36,7 @@ ALL_RULES: tuple[Rule, ...] = (
     *autoscaling.RULES,
     *workloads.RULES,
     *ray.RULES,
+    *redis.RULES,
     *monitoring.RULES,
     *manifests.RULES,
     *CHART_RULES,

@@ -47,6 +47,7 @@ from components.raw_manifests import (
     is_cluster_scoped,
     resource_class,
 )
+from components.team_redis_server import rendered_objects as redis_objects
 
 from ..config.errors import ConfigIssue, entry_ref
 from ..config.partial import parsed
@@ -189,6 +190,9 @@ def platform_objects(config: Any) -> dict[ObjectKey, str]:
                 found[("rbac.authorization.k8s.io/RoleBinding", ns, role)] = where
         for volume in team.volumes:
             found[("PersistentVolumeClaim", ns, volume.name)] = f"{where}.volumes[{volume.name}]"
+        if team.redis.enabled:
+            for kind, name in redis_objects(config.monitoring.enabled):
+                found[(kind, ns, name)] = f"{where}.redis"
         if config.queueing.enabled:
             found[(f"{KUEUE_GROUP}/LocalQueue", ns, KUEUE_DEFAULT_LOCAL_QUEUE)] = where
             found[(f"{KUEUE_GROUP}/ClusterQueue", None, default_cluster_queue_name(team.name))] = (

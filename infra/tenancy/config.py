@@ -11,6 +11,7 @@ from components.predicates import is_env_name
 from ..config.base import ConfigModel, DnsLabel, LabelMap
 from ..config.quantity import Count, Quantity
 from ..queueing.config import TeamQueueConfig
+from ..redis.config import TeamRedisConfig
 
 TeamPurpose = Literal["training", "serving", "platform"]
 AccessMode = Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"]
@@ -110,6 +111,8 @@ class TeamConfig(ConfigModel):
     queue: TeamQueueConfig | None = None
     """Kueue quotas per GPU pool. Omit: the team queues nothing (its jobs are not admitted by
     Kueue and only the namespace quota applies)."""
+    redis: TeamRedisConfig = TeamRedisConfig()
+    """The team's own Redis (job status, Celery broker, Ray GCS). Default: none."""
 
     @property
     def namespace_name(self) -> str:

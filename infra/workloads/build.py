@@ -18,6 +18,7 @@ from components.kueue import DefaultQueue, TeamQueue
 from components.predicates import global_default
 from components.scheduling_contract import SchedulingContract
 from components.team_namespace import TeamNamespace
+from components.team_redis_server import TeamRedis
 from components.workloads import (
     Autoscaling,
     CheckpointVolume,
@@ -70,6 +71,8 @@ class Tenant:
     volumes: dict[str, DataVolume]
     default_queue: DefaultQueue | None = None
     """What Kueue gives the team's work that names no queue (CPU-only work)."""
+    redis: TeamRedis | None = None
+    """The team's Redis, if it has one: its workloads are its clients."""
 
 
 def _compute(resources: ComputeConfig) -> ComputeResources:

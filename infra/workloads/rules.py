@@ -21,6 +21,7 @@ from components.predicates import (
     inference_conflicts,
     opens_everything,
 )
+from components.team_redis_server import REDIS_CLAIM
 from components.workloads.inference_service import RESERVED_ENV as INFERENCE_RESERVED_ENV
 from components.workloads.ray import RESERVED_ENV as RAY_RESERVED_ENV
 from components.workloads.training_job import RESERVED_ENV as TRAINING_RESERVED_ENV
@@ -697,23 +698,31 @@ def workloads_fit_team_quota(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
             )
 
 
+def _team_claims(team: TeamConfig) -> list[tuple[str, Decimal, int]]:
+    """The claims a team has before its workloads': its volumes and its Redis' volume."""
+    claims = [(v.name, parse_quantity(v.size), 1) for v in team.volumes]
+    if team.redis.enabled:
+        claims.append((REDIS_CLAIM, parse_quantity(team.redis.size), 1))
+    return claims
+
+
 def workload_claims_fit_team_quota(config: WorkloadPlatform) -> Iterator[ConfigIssue]:
     """Claims the workloads create, on top of the team's volumes, fit its storage quota;
     reported at the claim that crosses the line, with everything that counts."""
     teams = by_name(config.teams)
     used: dict[str, list[tuple[str, Decimal, int]]] = {
-        name: [(v.name, parse_quantity(v.size), 1) for v in team.volumes]
-        for name, (_, team) in teams.items()
+        name: _team_claims(team) for name, (_, team) in teams.items()
     }
     for index, workload in parsed(config.workloads):
         found = teams.get(workload.team)
         if found is None:
             continue
         team = found[1]
-        volumes_alone = sum((parse_quantity(v.size) for v in team.volumes), Decimal(0))
+        own = _team_claims(team)
+        volumes_alone = sum((amount for _, amount, _ in own), Decimal(0))
         if (
             volumes_alone > parse_quantity(team.quota.storage)
-            or len(team.volumes) > team.quota.persistent_volume_claims
+            or len(own) > team.quota.persistent_volume_claims
         ):
             continue  # the team's own volumes already exceed it: reported on the team
         claims: list[tuple[tuple[str | int, ...], str, str, int]] = []

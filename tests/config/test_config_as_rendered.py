@@ -36,7 +36,7 @@ AS_WRITTEN = [
     ),
     (("monitoring", "loki", "retention"), "3d ", "ai-platform:monitoring.loki.retention"),
     (("monitoring", "loki", "storageSize"), "20Gi ", "ai-platform:monitoring.loki.storageSize"),
-    (("teams", 0, "quota", "cpu"), " 64", "ai-platform:teams[research].quota.cpu"),
+    (("teams", 0, "quota", "cpu"), " 66", "ai-platform:teams[research].quota.cpu"),
 ]
 
 

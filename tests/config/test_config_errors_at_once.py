@@ -43,7 +43,7 @@ def test_a_typo_a_quota_overrun_and_a_missing_storage_class_in_one_run() -> None
         "ai-platform:teams[research].volumes[checkpoints].storageClass: unknown storage class "
         "'fast-ssd'; defined: checkpoints-local, datasets-nfs",
         "ai-platform:workloads[llama-eval].resources.cpu: needs 80 CPU at its peak (1 pod x 80), "
-        "above the quota of team 'research' (64)",
+        "above the quota of team 'research' (66)",
         "ai-platform:workloads[llama-eval].resources.cpu: the job needs 80 cpu at once, more than "
         "the queue of team 'research' can ever admit on pool 'lab-a100' (nominal 48 + borrowing "
         "16)",

@@ -405,14 +405,14 @@ BAD_CONFIGS: list[tuple[str, str, Mutation, str]] = [
         "dev",
         _set("teams.0.queue.pools.0.borrowingLimit.cpu", "32"),
         "ai-platform:teams[research].quota.cpu: the team's queue may admit 80 cpu (lab-a100 48 + "
-        "32 borrowing), above the namespace quota of 64",
+        "32 borrowing), above the namespace quota of 66",
     ),
     (
         "namespace memory quota below nominal plus borrowing",
         "dev",
         _set("teams.0.queue.pools.0.memory", "448Gi"),
         "ai-platform:teams[research].quota.memory: the team's queue may admit 576Gi memory "
-        "(lab-a100 448Gi + 128Gi borrowing), above the namespace quota of 512Gi",
+        "(lab-a100 448Gi + 128Gi borrowing), above the namespace quota of 514Gi",
     ),
     (
         "namespace quota lacks the MIG resource",

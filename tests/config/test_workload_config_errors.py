@@ -633,8 +633,8 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "dev",
         _set("workloads.0.training.checkpoints.size", "2Ti"),
         "ai-platform:workloads[llama-finetune].training.checkpoints.size: the volumes and "
-        "workload claims of team 'research' add up to 5Ti (datasets 2Ti + checkpoints 1Ti + "
-        "llama-finetune-checkpoints 2Ti), above its storage quota of 4Ti",
+        "workload claims of team 'research' add up to 5125Gi (datasets 2Ti + checkpoints 1Ti + "
+        "team-redis-data 5Gi + llama-finetune-checkpoints 2Ti), above its storage quota of 4Ti",
     ),
     (
         "created claims above the PVC quota",

@@ -159,16 +159,16 @@ def test_dev_with_batch_low_for_the_platform_team_it_would_reclaim(dev_config):
 
 
 def test_dev_research_queues_admit_no_more_than_its_namespace_quota(dev_rendered, dev_contracts):
-    """The GPU queue may take all 64 cpu and 512Gi of research's quota (nominal plus borrowing
-    limit), so its default queue may admit nothing: the two never admit what the quota
-    refuses."""
+    """The GPU queue may take 64 cpu and 512Gi of research's 66 and 514Gi (nominal plus
+    borrowing limit), so its default queue may admit the rest, what the team Redis needs: the
+    two never admit what the quota refuses."""
     plan = k.plan_quota(dev_rendered, k.plan_borrowing(dev_rendered, *_pools(dev_contracts)))
-    assert plan.hard == {"cpu": 64, "memory": 512 * GI, "nvidia.com/gpu": 8}
+    assert plan.hard == {"cpu": 66, "memory": 514 * GI, "nvidia.com/gpu": 8}
     assert plan.gpu_queue == {"cpu": 64, "memory": 512 * GI, "nvidia.com/gpu": 8}
-    assert plan.default_queue == {"cpu": 0, "memory": 0}
+    assert plan.default_queue == {"cpu": 2, "memory": 2 * GI}
     assert plan.conflicts() == []
-    # 64 - the largest job's 56 + 1: the smallest CPU-only job the quota could not hold beside it.
-    assert plan.overflow == k.Demand(k.Worker(0, Decimal(9), GI), 1)
+    # 66 - the largest job's 56 + 1: the smallest CPU-only job the quota could not hold beside it.
+    assert plan.overflow == k.Demand(k.Worker(0, Decimal(11), GI), 1)
 
 
 @pytest.mark.parametrize("namespace", ["research", "search-serving", "platform"])

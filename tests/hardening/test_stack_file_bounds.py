@@ -220,10 +220,10 @@ def test_merge_keys_load_as_the_cli_reads_them(tmp_path: Path) -> None:
     text = (ROOT / "Pulumi.dev.yaml").read_text()
     anchored = text.replace(
         "  ai-platform:teams:\n",
-        '  other:quota: &quota {cpu: "64", memory: 512Gi, gpus: 8, storage: 4Ti}\n'
+        '  other:quota: &quota {cpu: "66", memory: 514Gi, gpus: 8, storage: 4Ti}\n'
         "  ai-platform:teams:\n",
     ).replace(
-        '      quota:\n        cpu: "64"\n        memory: 512Gi\n        gpus: 8\n'
+        '      quota:\n        cpu: "66"\n        memory: 514Gi\n        gpus: 8\n'
         "        storage: 4Ti\n",
         "      quota:\n        <<: *quota\n        gpus: 8\n",
     )

@@ -197,10 +197,10 @@ def test_default_queue_gets_what_the_gpu_queue_cannot_take(dev_run):
     """Both ClusterQueues of a namespace admit into its one ResourceQuota, which Kueue does not
     see: sized to the whole quota, the default queue admitted CPU-only work that the quota then
     lacked for a GPU job Kueue admitted next (on the real controller: its pods refused with
-    ``exceeded quota``). research's GPU queue may take all of its 64 cpu and 512Gi (48 + 16,
-    384Gi + 128Gi), search-serving's 24 of 32 and 96Gi of 128Gi, platform's 4 of 16 and 16Gi of
-    64Gi."""
-    assert _default_queue(dev_run, "research") == {"cpu": "0", "memory": "0"}
+    ``exceeded quota``). research's GPU queue may take 64 cpu and 512Gi of its 66 and 514Gi
+    (48 + 16, 384Gi + 128Gi; the rest is its Redis'), search-serving's 24 of 32 and 96Gi of
+    128Gi, platform's 4 of 16 and 16Gi of 64Gi."""
+    assert _default_queue(dev_run, "research") == {"cpu": "2", "memory": "2Gi"}
     assert _default_queue(dev_run, "search-serving") == {"cpu": "8", "memory": "32Gi"}
     assert _default_queue(dev_run, "platform") == {"cpu": "12", "memory": "48Gi"}
 

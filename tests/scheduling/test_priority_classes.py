@@ -31,6 +31,7 @@ def test_custom_classes_replace_defaults_and_reach_outputs(dev_config):
     ]
     for team in dev_config["teams"]:
         team.pop("priorityClasses", None)
+        team.get("redis", {}).pop("priorityClass", None)
     for workload in dev_config["workloads"]:  # the old class names are gone
         workload.pop("priorityClass", None)
     run = run_stack(dev_config)

@@ -30,8 +30,9 @@ def test_claims_are_protected_in_prod_only(dev_run, prod_run):
         if r.kind == "PersistentVolumeClaim"
     )
     prod_claims = [r for r in prod_run.kubernetes_objects() if r.kind == "PersistentVolumeClaim"]
-    # The three team volumes, plus the checkpoint claim of the llama-finetune TrainingJob.
+    # The three team volumes, plus the checkpoint claim of the llama-finetune TrainingJob and
+    # research's Redis volume.
     team_volumes = [r for r in prod_claims if "aiplatform:storage:DataVolume" in r.parent]
     assert len(team_volumes) == 3
-    assert len(prod_claims) == 4
+    assert len(prod_claims) == 5
     assert all(r.options["protect"] for r in prod_claims)

@@ -27,8 +27,8 @@ def test_namespace_enforces_restricted_pod_security(dev_run):
 def test_quota_carries_gpu_key_and_storage(dev_run):
     hard = dev_run.find("ResourceQuota", TEAM_QUOTA_NAME, "research").inputs["spec"]["hard"]
     assert hard[GPU_QUOTA_KEY] == "8"
-    assert hard["requests.cpu"] == "64"
-    assert hard["requests.memory"] == hard["limits.memory"] == "512Gi"
+    assert hard["requests.cpu"] == "66"
+    assert hard["requests.memory"] == hard["limits.memory"] == "514Gi"
     assert hard["requests.storage"] == "4Ti"
     assert hard["persistentvolumeclaims"] == "20"
 
