@@ -1,7 +1,8 @@
-"""The training preflight (``--start-check``) that TrainingJob init containers run.
+"""The training preflight (``--start-check``) that TrainingJob init containers run, and the
+status publisher (``status_publisher.py``) a trainer that publishes status runs under.
 
-``start_check.py`` is stdlib-only so it runs in a bare ``python:3.x-slim`` image; the TrainingJob
-component ships :func:`script_text` in a ConfigMap mounted at :data:`CONTAINER_SCRIPT_DIR` and
+Both scripts are stdlib-only so they run in a bare ``python:3.x-slim`` image; the TrainingJob
+component ships them (:func:`scripts`) in a ConfigMap mounted at :data:`CONTAINER_SCRIPT_DIR` and
 turns :data:`NON_RETRYABLE_EXIT_CODES` into a ``podFailurePolicy`` rule, so a misconfigured job
 fails once instead of burning its ``backoffLimit``.
 """
@@ -17,8 +18,12 @@ __all__ = [
     "EXIT_CODES",
     "NON_RETRYABLE_EXIT_CODES",
     "SCRIPT_FILENAME",
+    "STATUS_SCRIPT_FILENAME",
+    "STATUS_SCRIPT_PATH",
     "pod_failure_policy_rule",
     "script_text",
+    "scripts",
+    "status_script_text",
 ]
 
 SCRIPT_FILENAME: Final = "start_check.py"
@@ -26,11 +31,31 @@ SCRIPT_FILENAME: Final = "start_check.py"
 CONTAINER_SCRIPT_DIR: Final = "/preflight"
 CONTAINER_SCRIPT_PATH: Final = f"{CONTAINER_SCRIPT_DIR}/{SCRIPT_FILENAME}"
 """Run as ``python <CONTAINER_SCRIPT_PATH> --start-check [options]``."""
+STATUS_SCRIPT_FILENAME: Final = "status_publisher.py"
+STATUS_SCRIPT_PATH: Final = f"{CONTAINER_SCRIPT_DIR}/{STATUS_SCRIPT_FILENAME}"
+"""Run as ``python <STATUS_SCRIPT_PATH> --status-channel <channel> -- <command>``."""
+
+
+def _source(filename: str) -> str:
+    return Path(__file__).with_name(filename).read_text(encoding="utf-8")
 
 
 def script_text() -> str:
     """The script's source, read from the file itself so the ConfigMap never drifts from it."""
-    return Path(__file__).with_name(SCRIPT_FILENAME).read_text(encoding="utf-8")
+    return _source(SCRIPT_FILENAME)
+
+
+def status_script_text() -> str:
+    """The status publisher's source, read from the file itself."""
+    return _source(STATUS_SCRIPT_FILENAME)
+
+
+def scripts(status: bool = False) -> dict[str, str]:
+    """The ConfigMap's data: the preflight, and the status publisher when the job publishes."""
+    data = {SCRIPT_FILENAME: script_text()}
+    if status:
+        data[STATUS_SCRIPT_FILENAME] = status_script_text()
+    return data
 
 
 def pod_failure_policy_rule(container_name: str) -> dict[str, Any]:
