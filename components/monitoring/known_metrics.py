@@ -20,7 +20,9 @@ The rules and dashboards also rely on a scrape contract the MonitoringStack comp
   so ``kube_*_labels`` carry our team and workload-type labels;
 * Kueue runs with ``metrics.enableClusterQueueResources: true`` (quota, usage and borrowing);
 * inference services follow :data:`INFERENCE_HTTP_METRICS`' convention and are scraped through a
-  ServiceMonitor (so their series carry ``namespace``, ``service`` and ``pod``).
+  ServiceMonitor (so their series carry ``namespace``, ``service`` and ``pod``);
+* a team Redis' exporter is scraped through its ``team-redis`` ServiceMonitor (``service`` is
+  ``team-redis``).
 """
 
 from __future__ import annotations
@@ -217,6 +219,9 @@ KUBE_STATE_METRICS: Final = frozenset(
         # Deployments (inference servers)
         "kube_deployment_status_replicas",
         "kube_deployment_status_replicas_available",
+        # StatefulSets (the team Redis)
+        "kube_statefulset_replicas",
+        "kube_statefulset_status_replicas_ready",
         # Horizontal pod autoscalers
         "kube_horizontalpodautoscaler_labels",
         "kube_horizontalpodautoscaler_spec_max_replicas",
@@ -361,6 +366,22 @@ INFERENCE_HTTP_METRICS: Final = frozenset(
 )
 
 
+# --- redis_exporter (the team Redis' sidecar) -----------------------------------------------------
+# oliver006/redis_exporter: redis_up from its own connection, the rest from INFO (gauges and
+# counters of the server's memory, clients, stats and pub/sub sections).
+REDIS_EXPORTER_METRICS: Final = frozenset(
+    {
+        "redis_up",
+        "redis_memory_used_bytes",
+        "redis_memory_max_bytes",
+        "redis_connected_clients",
+        "redis_commands_processed_total",
+        "redis_evicted_keys_total",
+        "redis_pubsub_channels",
+    }
+)
+
+
 KNOWN_METRICS: Final[dict[str, frozenset[str]]] = {
     "prometheus": PROMETHEUS_METRICS,
     "dcgm-exporter": DCGM_METRICS,
@@ -370,6 +391,7 @@ KNOWN_METRICS: Final[dict[str, frozenset[str]]] = {
     "kueue": KUEUE_METRICS,
     "keda": KEDA_METRICS,
     "inference-http": INFERENCE_HTTP_METRICS,
+    "redis-exporter": REDIS_EXPORTER_METRICS,
 }
 """The allowlist, grouped by the exporter that emits each metric."""
 

@@ -65,6 +65,16 @@ EXPECTED_PANELS: dict[str, set[str]] = {
         "Error ratio by service",
         "Latency p50 / p95 / p99",
     },
+    "team-redis": {
+        "Servers up",
+        "Highest memory use",
+        "Connected clients",
+        "Pub/sub channels",
+        "Memory used vs maxmemory",
+        "Commands per second",
+        "Clients by team Redis",
+        "Evicted keys per second",
+    },
     "kueue-queues": {
         "Pending workloads",
         "Admitted workloads",

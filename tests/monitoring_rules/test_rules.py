@@ -40,7 +40,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 RULE_TEST_FILES = sorted(TESTS_DIR.glob("*.test.yaml"))
 SEVERITIES = {"critical", "warning", "info"}
 REQUIRED_ANNOTATIONS = ("summary", "description", "runbook_url")
-CONCERNS = {"nodes", "gpu", "workloads"}
+CONCERNS = {"nodes", "gpu", "workloads", "redis"}
 
 GROUPS = assets.load_rule_groups()
 ALERTS = assets.alert_rules(GROUPS)
