@@ -7,6 +7,7 @@ environment a client gets. Workloads read the connection from the Secret, never 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, LABEL_PREFIX
@@ -30,6 +31,18 @@ DEFAULT_STATUS_CHANNEL: Final = "training_status"
 """Pub/sub channel job status goes to unless a workload names another."""
 REDIS_URL_ENV: Final = "REDIS_URL"
 STATUS_CHANNEL_ENV: Final = "STATUS_CHANNEL"
+
+
+@dataclass(frozen=True)
+class RedisClient:
+    """A workload's pods as clients of their team's Redis (``WorkloadPodArgs.redis``)."""
+
+    status_channel: str = DEFAULT_STATUS_CHANNEL
+    """The channel the workload's status goes to (``STATUS_CHANNEL``)."""
+
+
+REDIS_CLIENT_ENV: Final = frozenset({REDIS_URL_ENV, STATUS_CHANNEL_ENV})
+"""What ``redis_client_env`` sets: a client's own environment may not."""
 
 
 def redis_client_labels() -> dict[str, str]:

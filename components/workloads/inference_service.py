@@ -279,7 +279,7 @@ def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
             "rollingUpdate": {"maxUnavailable": 0, "maxSurge": args.max_surge},
         },
         "template": {
-            "metadata": {"labels": labels},
+            "metadata": {"labels": pod.pod_labels(args, labels)},
             "spec": {
                 **pod.workload_pod_spec(args, [server], volumes),
                 "topologySpreadConstraints": spread_constraints(selector, args.node_spread),
@@ -327,8 +327,8 @@ def hpa_spec(args: InferenceServiceArgs) -> dict[str, Any]:
 
 def network_policy_spec(args: InferenceServiceArgs) -> dict[str, Any]:
     """Serving port from the gateway namespaces and the app itself; metrics port from
-    monitoring; egress to DNS, the app's own serving port, the dependencies and the configured
-    external ranges only."""
+    monitoring; egress to DNS, the app's own serving port, the dependencies, the team Redis (for
+    its clients) and the configured external ranges only."""
     own = pods_peer(selector_labels(args.name, SERVER_COMPONENT))
     callers: list[dict[str, Any]] = [own]
     if args.allow_from_namespaces:
@@ -342,6 +342,7 @@ def network_policy_spec(args: InferenceServiceArgs) -> dict[str, Any]:
                 "ports": [tcp(dependency.port)],
             }
         )
+    egress += pod.redis_egress(args)
     egress += cidr_egress_rules(args.egress)
     return {
         **own,

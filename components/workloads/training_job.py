@@ -57,8 +57,8 @@ from .preflight import (
     CONTAINER_SCRIPT_PATH,
     EXIT_CODES,
     NON_RETRYABLE_EXIT_CODES,
-    SCRIPT_FILENAME,
-    script_text,
+    STATUS_SCRIPT_PATH,
+    scripts,
 )
 
 TRAINER_CONTAINER: Final = "trainer"
@@ -175,9 +175,17 @@ class TrainingJobArgs(pod.WorkloadPodArgs):
     """The namespace for a checkpoint claim the job creates, as ``TeamNamespace.namespace``
     (its Output): the claim then depends on its namespace and nothing else. None: ``namespace``,
     and the claim waits for ``depends_on`` like the job's other objects."""
+    publish_status: bool = False
+    """Run the trainer under the status publisher (shipped beside the preflight), which
+    publishes its start, ``progress:`` lines and exit on ``redis.status_channel``. Needs
+    ``redis`` and a ``command`` (it wraps the command; an image's entrypoint cannot be)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.publish_status and self.redis is None:
+            raise ValueError(f"{self.who}: publish_status needs the team Redis (redis)")
+        if self.publish_status and not self.command:
+            raise ValueError(f"{self.who}: publish_status wraps the command; set command")
         if self.nodes < 1:
             raise ValueError(f"{self.who}: nodes must be >= 1, got {self.nodes}")
         if self.workload_type not in (WORKLOAD_TYPE_TRAINING, WORKLOAD_TYPE_EVALUATION):
@@ -221,8 +229,16 @@ class TrainingJobArgs(pod.WorkloadPodArgs):
 
     @property
     def preflight_config_map(self) -> str | None:
-        """The ConfigMap holding the preflight script; None when the preflight is off."""
-        return f"{self.name}-preflight" if self.preflight.enabled else None
+        """The ConfigMap holding the preflight script (and the status publisher); None when
+        the job runs neither."""
+        if self.preflight.enabled or self.publish_status:
+            return f"{self.name}-preflight"
+        return None
+
+    @property
+    def status_channel(self) -> str | None:
+        """Where the trainer's status goes; None when it publishes none."""
+        return self.redis.status_channel if self.redis and self.publish_status else None
 
 
 def _index_ref() -> dict[str, Any]:
@@ -290,6 +306,14 @@ def preflight_command(args: TrainingJobArgs) -> list[str]:
     return command
 
 
+def trainer_command(args: TrainingJobArgs) -> list[str]:
+    """The trainer's command, under the status publisher when the job publishes status."""
+    if args.status_channel is None:
+        return list(args.command)
+    publisher = ["python3", STATUS_SCRIPT_PATH, "--status-channel", args.status_channel]
+    return [*publisher, "--job", args.name, "--", *args.command]
+
+
 def preflight_exit_codes(spec: PreflightSpec) -> list[int]:
     """The preflight codes that fail the job at once (sorted, as the API demands)."""
     return [
@@ -352,7 +376,9 @@ def _volumes(args: TrainingJobArgs) -> tuple[list[dict[str, Any]], list[dict[str
 
 def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
     """The Job's ``spec``: Indexed, bounded, failure-policy'd, suspended when queued."""
-    pod_labels = workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
+    pod_labels = pod.pod_labels(
+        args, workload_labels(args.team, args.name, TRAINER_COMPONENT, args.workload_type)
+    )
     volumes, mounts = _volumes(args)
     trainer = pod.workload_container(
         args,
@@ -363,10 +389,14 @@ def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
         env=trainer_env(args),
         mounts=mounts,
     )
+    scripts_mount = {"name": "preflight", "mountPath": CONTAINER_SCRIPT_DIR, "readOnly": True}
+    if args.status_channel is not None:
+        trainer["command"] = trainer_command(args)
+        trainer["volumeMounts"] = [*trainer["volumeMounts"], scripts_mount]
     pod_spec = {"restartPolicy": "Never", **pod.workload_pod_spec(args, [trainer], volumes)}
     if args.service_name:
         pod_spec["subdomain"] = args.service_name
-    if args.preflight_config_map:
+    if args.preflight.enabled:
         pod_spec["initContainers"] = [
             {
                 "name": PREFLIGHT_CONTAINER,
@@ -377,10 +407,11 @@ def job_spec(args: TrainingJobArgs) -> dict[str, Any]:
                 "securityContext": trainer["securityContext"],
                 "volumeMounts": [
                     *(m for m in mounts if m["mountPath"] != SHM_MOUNT_PATH),
-                    {"name": "preflight", "mountPath": CONTAINER_SCRIPT_DIR, "readOnly": True},
+                    scripts_mount,
                 ],
             }
         ]
+    if args.preflight_config_map:
         pod_spec["volumes"] = [
             *volumes,
             {
@@ -426,14 +457,19 @@ def job_options(args: TrainingJobArgs) -> dict[str, Any]:
 
 
 def network_policy_spec(args: TrainingJobArgs) -> dict[str, Any]:
-    """Workers reach each other on every port (rendezvous, NCCL's ephemeral ports), DNS and
-    the configured external ranges; nothing else in or out."""
+    """Workers reach each other on every port (rendezvous, NCCL's ephemeral ports), DNS, the
+    team Redis (its clients) and the configured external ranges; nothing else in or out."""
     own = pods_peer(selector_labels(args.name, TRAINER_COMPONENT))
     return {
         **own,
         "policyTypes": ["Ingress", "Egress"],
         "ingress": [{"from": [own]}],
-        "egress": [{"to": [own]}, dns_egress(), *cidr_egress_rules(args.egress)],
+        "egress": [
+            {"to": [own]},
+            dns_egress(),
+            *pod.redis_egress(args),
+            *cidr_egress_rules(args.egress),
+        ],
     }
 
 
@@ -463,7 +499,7 @@ class TrainingJob(pulumi.ComponentResource):
                 k8s.core.v1.ConfigMap(
                     f"{name}-preflight",
                     metadata=meta(args.preflight_config_map),
-                    data={SCRIPT_FILENAME: script_text()},
+                    data=scripts(status=args.publish_status),
                     opts=child,
                 )
             )

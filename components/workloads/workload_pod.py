@@ -17,7 +17,10 @@ Adding a kind (a Ray cluster, a Celery worker pool):
 2. Extend ``__post_init__`` (call ``super().__post_init__()`` first) for the kind's own checks,
    and ``reserved_env`` with the variables the kind sets itself.
 3. Render containers with ``workload_container`` (add probes or ports to the dict it returns),
-   pods with ``workload_pod_spec``, volumes with the ``*_volume`` pairs and ``split_volumes``.
+   pods with ``workload_pod_spec``, volumes with the ``*_volume`` pairs and ``split_volumes``;
+   label pod templates with ``pod_labels`` and add ``redis_egress`` to the kind's
+   NetworkPolicy egress, so the pods of a team with a Redis reach it (the container's
+   ``REDIS_URL`` and ``STATUS_CHANNEL`` come with ``workload_container``).
 4. In ``infra/workloads/build.py``, ``pod_fields`` gives the base fields from a workload's
    config; pass them with the kind's own: ``RayClusterArgs(**pod_fields(...), head=...)``.
 """
@@ -37,6 +40,13 @@ from ..constants import (
     TRAINING_ENV_VAR,
 )
 from ..scheduling_contract import SchedulingContract
+from ..team_redis import (
+    REDIS_CLIENT_ENV,
+    RedisClient,
+    redis_client_env,
+    redis_client_labels,
+    redis_egress_rule,
+)
 from .common import (
     SHM_MOUNT_PATH,
     TMP_MOUNT_PATH,
@@ -114,6 +124,10 @@ class WorkloadPodArgs:
     fs_group: int = 1000
     """Group that owns the files of the mounted volumes."""
     read_only_root_filesystem: bool = True
+    redis: RedisClient | None = None
+    """The team's Redis, when the team has one: every pod is its client (``REDIS_URL`` from
+    its Secret and ``STATUS_CHANNEL`` in the main container, the label its NetworkPolicy
+    admits, and the egress rule to it in the kind's NetworkPolicy). None: no team Redis."""
 
     def __post_init__(self) -> None:
         check_name(self.name, f"{self.KIND} name", self.MAX_NAME_LENGTH)
@@ -127,7 +141,8 @@ class WorkloadPodArgs:
                 f"{who}: {self.gpus} {self.scheduling.gpu_resource} per {self.POD_NOUN}, but a "
                 f"node of pool {self.scheduling.pool} has {self.scheduling.resources_per_node}"
             )
-        check_env(self.env, self.reserved_env(), who)
+        reserved = self.reserved_env() | (REDIS_CLIENT_ENV if self.redis else frozenset())
+        check_env(self.env, reserved, who)
 
     @property
     def who(self) -> str:
@@ -150,6 +165,16 @@ def queued_labels(labels: Mapping[str, str], args: WorkloadPodArgs) -> dict[str,
     if not args.queue_name:
         return dict(labels)
     return {**labels, KUEUE_QUEUE_LABEL: args.queue_name}
+
+
+def pod_labels(args: WorkloadPodArgs, labels: Mapping[str, str]) -> dict[str, str]:
+    """A pod template's labels: the kind's, and the team Redis' client label for its clients."""
+    return {**labels, **(redis_client_labels() if args.redis else {})}
+
+
+def redis_egress(args: WorkloadPodArgs) -> list[dict[str, Any]]:
+    """The egress rule to the team Redis for its clients (a kind's NetworkPolicy adds it)."""
+    return [redis_egress_rule()] if args.redis else []
 
 
 def workload_env(args: WorkloadPodArgs, own: Mapping[str, str]) -> dict[str, str]:
@@ -175,14 +200,16 @@ def workload_container(
     env: Sequence[Mapping[str, Any]],
     mounts: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """The main container: image, command, the team ConfigMap, resources with the pool's GPUs,
-    ``restricted`` security; a kind adds probes to the dict."""
+    """The main container: image, command, the team ConfigMap, the team Redis' connection for
+    its clients, resources with the pool's GPUs, ``restricted`` security; a kind adds probes to
+    the dict."""
+    redis = redis_client_env(args.redis.status_channel) if args.redis else []
     container: dict[str, Any] = {
         "name": name,
         "image": args.image,
         # No empty list: the provider drops it, and the state would differ from the program.
         **({"ports": list(ports)} if ports else {}),
-        "env": list(env),
+        "env": [*env, *redis],
         "envFrom": env_from(args),
         "resources": pod_resources(args),
         "securityContext": container_security_context(args.read_only_root_filesystem),

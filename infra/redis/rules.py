@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from components.predicates import global_default
+from components.team_redis import REDIS_URL_ENV, STATUS_CHANNEL_ENV
 from components.team_redis_server import EXPORTER_RESOURCES
 
 from ..config.errors import ConfigIssue, entry_ref
@@ -21,13 +22,14 @@ from ..config.views import (
     HasQueueing,
     HasStorage,
     HasTeams,
+    HasWorkloads,
 )
 from ..queueing.config import default_queue_capacity
 from ..tenancy.config import TeamConfig
 from .config import MAX_MAXMEMORY_SHARE, TeamRedisConfig
 
 
-class RedisPlatform(HasTeams, HasStorage, HasPriorityClasses, HasQueueing, Protocol):
+class RedisPlatform(HasTeams, HasStorage, HasPriorityClasses, HasQueueing, HasWorkloads, Protocol):
     """What the team Redis rules read."""
 
 
@@ -167,10 +169,60 @@ def redis_fits_team_quota(config: RedisPlatform) -> Iterator[ConfigIssue]:
                 )
 
 
+def workloads_have_team_redis(config: RedisPlatform) -> Iterator[ConfigIssue]:
+    """A workload setting that talks to the team Redis needs the team to have one."""
+    teams = by_name(config.teams)
+    for index, workload in parsed(config.workloads):
+        found = teams.get(workload.team)
+        if found is None or found[1].redis.enabled:
+            continue
+        for key, what in workload.team_redis_uses():
+            yield ConfigIssue(
+                ("workloads", index, *key),
+                f"{what} needs the team Redis, and team {workload.team!r} has none; set "
+                f"{entry_ref('teams', workload.team)}.redis.enabled: true",
+            )
+
+
+def status_publishing_wraps_a_command(config: RedisPlatform) -> Iterator[ConfigIssue]:
+    """The publisher runs the trainer's ``command`` as its child: it has nothing to run when
+    the image's entrypoint is meant (Kubernetes cannot read an image's entrypoint)."""
+    for index, workload in parsed(config.workloads):
+        if workload.kind != "training" or not workload.training_settings.publish_status:
+            continue
+        if not workload.command:
+            yield ConfigIssue(
+                ("workloads", index, "training", "publishStatus"),
+                "the status publisher runs the trainer's command and reports on it; set the "
+                "workload's command (the image's entrypoint cannot be wrapped)",
+            )
+
+
+def workload_env_leaves_redis_to_platform(config: RedisPlatform) -> Iterator[ConfigIssue]:
+    """Workloads of a team with a Redis get ``REDIS_URL`` (from the Secret) and
+    ``STATUS_CHANNEL`` from the platform; a value of the workload's own would shadow them."""
+    teams = by_name(config.teams)
+    for index, workload in parsed(config.workloads):
+        found = teams.get(workload.team)
+        if found is None or not found[1].redis.enabled:
+            continue
+        for key in (REDIS_URL_ENV, STATUS_CHANNEL_ENV):
+            if key in workload.env:
+                hint = "statusChannel" if key == STATUS_CHANNEL_ENV else "the team Redis Secret"
+                yield ConfigIssue(
+                    ("workloads", index, "env", key),
+                    f"is set by the platform for the workloads of a team with a Redis ({hint}); "
+                    "remove it",
+                )
+
+
 RULES = (
     redis_storage_class_exists,
     redis_maxmemory_fits_its_limit,
     redis_priority_class_allowed,
     redis_fits_team_quota,
+    workloads_have_team_redis,
+    status_publishing_wraps_a_command,
+    workload_env_leaves_redis_to_platform,
 )
 """The team Redis rules, in the order they report."""

@@ -18,6 +18,7 @@ from components.kueue import DefaultQueue, TeamQueue
 from components.predicates import global_default
 from components.scheduling_contract import SchedulingContract
 from components.team_namespace import TeamNamespace
+from components.team_redis import RedisClient
 from components.team_redis_server import TeamRedis
 from components.workloads import (
     Autoscaling,
@@ -132,7 +133,16 @@ def pod_fields(
         "env": dict(workload.env),
         "log_level": workload.log_level,
         "egress": _egress(workload.egress),
+        "redis": _redis_client(workload, owner),
     }
+
+
+def _redis_client(workload: WorkloadConfig, owner: Tenant) -> RedisClient | None:
+    """The workload's pods as clients of the team Redis (its own channel, else the team's)."""
+    redis = owner.config.redis
+    if not redis.enabled:
+        return None
+    return RedisClient(status_channel=workload.status_channel or redis.status_channel)
 
 
 def worker_pool_args(
@@ -208,6 +218,7 @@ def training_job_args(
         depends_on=tuple(after),
         # Its Output: a claim the job creates waits for the namespace (and nothing else).
         claim_namespace=owner.namespace.namespace,
+        publish_status=settings.publish_status,
     )
 
 
@@ -336,6 +347,8 @@ def deploy_workload(
     if owner.default_queue is not None and names_no_queue:
         after.append(owner.default_queue.local_queue)
     after += [volume for name, volume in owner.volumes.items() if name in claims]
+    if owner.redis is not None:
+        after.append(owner.redis.secret)  # the pods read REDIS_URL from it when they start
     name = workload_name(workload)
     if workload.kind in RAY_KINDS:
         if ray_operator is not None:

@@ -23,6 +23,7 @@ from components.workloads.workload_pod import MAX_NAME_LENGTH
 
 from ..config.base import ConfigModel, DnsLabel
 from ..config.quantity import Quantity
+from ..redis.config import StatusChannel
 from ..tenancy.config import AccessMode, EnvMap
 
 WorkloadKind = Literal["training", "inference", "worker-pool", "ray-cluster", "ray-job"]
@@ -199,6 +200,10 @@ class TrainingConfig(ConfigModel):
     to save a checkpoint (docs/workloads.md, the SIGTERM contract). At most the pool's
     ``kubelet.evictionMaxPodGracePeriod``, which caps it on soft evictions. Default: 120."""
     preflight: PreflightConfig = PreflightConfig()
+    publish_status: bool = False
+    """Publish the job's start, progress and exit as JSON on the team Redis (the workload's
+    ``statusChannel``): the status publisher runs ``command`` and reports on it. Needs the team
+    Redis and a ``command``. Default: off."""
 
 
 class CustomMetricConfig(ConfigModel):
@@ -412,6 +417,19 @@ class WorkloadConfig(ConfigModel):
     """Only for ``kind: ray-cluster``; defaults apply when omitted."""
     ray_job: RayJobConfig | None = None
     """Only for ``kind: ray-job``, and required there (its ``entrypoint``)."""
+    status_channel: StatusChannel | None = None
+    """Redis pub/sub channel of the workload's status (``STATUS_CHANNEL``); naming one needs
+    the team Redis. Default: the team Redis' ``statusChannel``, when the team has one."""
+
+    def team_redis_uses(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """The settings that talk to the team Redis: their key path below the workload, and
+        what they are (``workloads_have_team_redis`` reports them when the team has none)."""
+        uses: list[tuple[tuple[str | int, ...], str]] = []
+        if self.status_channel is not None:
+            uses.append((("statusChannel",), "a status channel"))
+        if self.kind == "training" and self.training_settings.publish_status:
+            uses.append((("training", "publishStatus"), "publishing status"))
+        return uses
 
     @property
     def training_settings(self) -> TrainingConfig:

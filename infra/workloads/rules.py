@@ -410,10 +410,8 @@ def _gang(workload: WorkloadConfig) -> tuple[int, tuple[str, ...], str, str]:
 
 
 def team_has_redis(team: TeamConfig) -> bool:
-    """Whether the platform runs a Redis in the team's namespace (``components.team_redis``).
-    It runs none yet: every workload that needs one is refused until teams can ask for it."""
-    del team
-    return False
+    """Whether the platform runs a Redis in the team's namespace (``teams[].redis``)."""
+    return team.redis.enabled
 
 
 def workloads_needing_redis_have_it(config: WorkloadPlatform) -> Iterator[ConfigIssue]:

@@ -201,8 +201,9 @@ def test_all_errors_are_listed_at_once() -> None:
         "  - ai-platform:teams[research]: its cross-field checks, and those of the entries that "
         "refer to it (workloads needing redis have it, workload priority classes, workload "
         "volumes, workloads fit team quota, workload claims fit team quota, serving floor fits "
-        "team quota, workloads fit queues, default queue work fits, gpu workloads are queued, "
-        "team pairs are declared)",
+        "team quota, workloads fit queues, default queue work fits, workloads have team redis, "
+        "workload env leaves redis to platform, gpu workloads are queued, team pairs are "
+        "declared)",
         "  - ai-platform:teams[platform]: its cross-field checks",
         "  - pool quotas fit capacity: not run (reads ai-platform:teams[research])",
     ]

@@ -12,7 +12,7 @@ import pytest
 
 from infra.config import validate_platform_config
 from tests.config.test_config_errors import _set
-from tests.config.test_gpu_config_errors import Mutation
+from tests.config.test_gpu_config_errors import Mutation, _all
 from tests.harness import config_error_lines, stack_config
 
 BAD_REDIS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
@@ -92,6 +92,41 @@ BAD_REDIS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         _set("teams.0.redis.memory", "1Ti"),
         "ai-platform:teams[research].redis.memory: the server pod needs 1048640Mi memory (with "
         "its exporter), above the quota of team 'research' (514Gi)",
+    ),
+    (
+        "a status channel for a team without a Redis",
+        "dev",
+        _set("workloads.2.statusChannel", "serving_status"),
+        "ai-platform:workloads[llm-chat].statusChannel: a status channel needs the team Redis, "
+        "and team 'search-serving' has none; set teams[search-serving].redis.enabled: true",
+    ),
+    (
+        "publishing status in a team whose Redis is off",
+        "dev",
+        _all(
+            _set("teams.0.redis.enabled", False),
+            _set("workloads.0.training.publishStatus", True),
+        ),
+        "ai-platform:workloads[llama-finetune].training.publishStatus: publishing status needs "
+        "the team Redis, and team 'research' has none; set teams[research].redis.enabled: true",
+    ),
+    (
+        "publishing status without a command",
+        "dev",
+        _all(
+            _set("workloads.0.training.publishStatus", True),
+            _set("workloads.0.command", []),
+        ),
+        "ai-platform:workloads[llama-finetune].training.publishStatus: the status publisher "
+        "runs the trainer's command and reports on it; set the workload's command (the image's "
+        "entrypoint cannot be wrapped)",
+    ),
+    (
+        "REDIS_URL in the env of a team with a Redis",
+        "dev",
+        _set("workloads.1.env", {"REDIS_URL": "redis://elsewhere:6379/0"}),
+        "ai-platform:workloads[llama-eval].env.REDIS_URL: is set by the platform for the "
+        "workloads of a team with a Redis (the team Redis Secret); remove it",
     ),
     (
         "the Redis volume is one PVC too many",

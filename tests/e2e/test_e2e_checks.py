@@ -13,7 +13,7 @@ from infra.autoscaling.config import AutoscalingConfig
 from infra.config import validate_platform_config
 from tests.harness import stack_config
 from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, SECRET, UNKNOWN, compare
-from tools.e2e.readback import check_objects, ray_state, subset_problems
+from tools.e2e.readback import check_objects, ray_state, subset_problems, workload_state
 from tools.e2e.run import cluster_overrides, drift
 from tools.e2e.stack import derive
 
@@ -120,6 +120,38 @@ def test_read_back_leaves_what_a_component_says_another_controller_owns():
     owned = _resource(URN, "kubernetes:batch/v1:Job", inputs, ignoreChanges=["spec.suspend"])
     assert check_objects(_Cluster([live]), _report(owned)) == ([], 1)
     assert check_objects(_Cluster([]), _report(owned))[0] == ["Job.v1.batch t/j: not on the server"]
+
+
+class _Workloads:
+    """Nodes, pods and one live object per ``kubectl get`` of a kind."""
+
+    def __init__(self, pods: list[dict[str, Any]], live: dict[str, Any]) -> None:
+        self.pods, self.live = pods, live
+
+    def get_json(self, *args: str) -> Any:
+        if args[0] == "nodes":
+            return {"items": [{"metadata": {"name": "cpu-1", "labels": {}}}]}
+        if args[0] == "pods":
+            return {"items": self.pods}
+        return self.live
+
+
+def test_a_statefulset_is_placed_and_counted_like_a_deployment():
+    labels = {"aiplatform.io/team": "research", "app.kubernetes.io/name": "team-redis"}
+    template = {"metadata": {"labels": labels}, "spec": {}}
+    inputs = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+              "metadata": {"name": "team-redis", "namespace": "research", "labels": labels},
+              "spec": {"replicas": 1, "template": template}}  # fmt: skip
+    report = _report(_resource(URN, "kubernetes:apps/v1:StatefulSet", inputs))
+    pod = {"metadata": {"name": "team-redis-0", "namespace": "research", "labels": labels},
+           "spec": {"nodeName": "cpu-1"}, "status": {"phase": "Running"}}  # fmt: skip
+    where = "StatefulSet research/team-redis"
+    none = workload_state(_Workloads([], {"spec": {"replicas": 1}}), report)
+    assert none == ([f"{where}: no pods"], [], False)
+    unready = _Workloads([pod], {"spec": {"replicas": 1}, "status": {"readyReplicas": 0}})
+    assert workload_state(unready, report) == ([f"{where}: 0/1 replicas ready"], [], False)
+    ready = _Workloads([pod], {"spec": {"replicas": 1}, "status": {"readyReplicas": 1}})
+    assert workload_state(ready, report) == ([], [f"{where}: 1/1 ready on pool (any)"], True)
 
 
 def test_refresh_drift_is_allowed_only_under_declared_paths():

@@ -41,6 +41,7 @@ from components.monitoring.constants import (
     COMPONENT_PROMETHEUS,
     MONITORING_COMPONENT_LABEL,
 )
+from components.team_redis import REDIS_CLIENT_LABEL, REDIS_PORT, REDIS_SERVICE
 from tests.harness import stack_config
 from tools.mockrun import MockRun
 from tools.netpol import Cluster, ContainerPort, Endpoint, Matrix, kube_dns, reachability_matrix
@@ -296,8 +297,13 @@ def test_monitoring_reaches_metrics_ports_only(proof: Proof) -> None:
             assert not proof.allowed(prometheus(), workload, port, protocol)
 
 
+def _is_team_redis(endpoint: Endpoint) -> bool:
+    return endpoint.labels.get(APP_NAME_LABEL) == REDIS_SERVICE
+
+
 def test_workloads_accept_only_their_app_gateways_and_monitoring(proof: Proof) -> None:
-    """Every allowed inbound flow to a team workload is one of three kinds, and no other."""
+    """Every allowed inbound flow to a team workload is one of four kinds, and no other: its
+    own app, its gateways, monitoring's scrapes, and (the team Redis) its team's clients."""
     unexpected = []
     for dst in proof.workloads:
         serving = _ports_named(dst, SERVING_PORT_NAME) if _is_inference_server(dst) else set()
@@ -310,7 +316,13 @@ def test_workloads_accept_only_their_app_gateways_and_monitoring(proof: Proof) -
                 same_app = src.namespace == dst.namespace and _instance(src) == _instance(dst)
                 via_gateway = src.namespace in gateways and flow in serving
                 scraped = src.namespace == MONITORING_NAMESPACE and flow in metrics
-                if not (same_app or via_gateway or scraped):
+                redis_client = (
+                    _is_team_redis(dst)
+                    and src.namespace == dst.namespace
+                    and src.labels.get(REDIS_CLIENT_LABEL) == "true"
+                    and flow == (REDIS_PORT, "TCP")
+                )
+                if not (same_app or via_gateway or scraped or redis_client):
                     unexpected.append(f"{proof.id(src)} -> {proof.id(dst)} {flow}")
     assert not unexpected, "\n".join(unexpected)
 

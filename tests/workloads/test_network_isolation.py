@@ -121,3 +121,33 @@ def test_dependency_accepts_only_its_server(cluster):
     for source in (EMBEDDINGS, PROMETHEUS, GATEWAY, STRANGER, JOB):
         assert not allowed(cluster, source, REDIS, 6379), source
     assert not allowed(cluster, REDIS, GOOGLE_DNS, 443)
+
+
+# --- The team Redis -------------------------------------------------------------------------------
+TEAM_REDIS = "research/team-redis"
+
+
+def test_the_teams_workloads_reach_its_redis(cluster):
+    verdict = cluster.can_connect(JOB, TEAM_REDIS, 6379)
+    assert verdict.allowed, verdict.reason
+    assert allowed(cluster, "research/llama-eval", TEAM_REDIS, 6379)
+
+
+def test_no_one_else_reaches_the_team_redis(cluster):
+    for source in (CHAT, EMBEDDINGS, GATEWAY, STRANGER, PROMETHEUS):
+        assert not allowed(cluster, source, TEAM_REDIS, 6379), source
+    # Nor the Redis port on the exporter's, nor the exporter's on the Redis port's terms.
+    assert not allowed(cluster, JOB, TEAM_REDIS, 9121)
+
+
+def test_monitoring_scrapes_the_team_redis_exporter_only(cluster):
+    assert allowed(cluster, PROMETHEUS, TEAM_REDIS, 9121)
+    assert not allowed(cluster, PROMETHEUS, TEAM_REDIS, 6379)
+
+
+def test_the_team_redis_opens_no_connection_but_dns(cluster):
+    """Its own policy allows no egress; the namespace's DNS policy still lets it resolve."""
+    for destination in (JOB, CHAT, GOOGLE_DNS, S3):
+        assert not allowed(cluster, TEAM_REDIS, destination, 443), destination
+    assert not allowed(cluster, TEAM_REDIS, JOB, 29500)
+    assert allowed(cluster, TEAM_REDIS, "kube-system/kube-dns", 53, "UDP")

@@ -90,7 +90,9 @@ def test_workloads_wait_for_the_whole_team_queue_and_mounted_volumes(prod_run):
     checkpoints = prod_run.find("PersistentVolumeClaim", "checkpoints", "research").urn
     assert finetune.options["dependsOn"] == []
     network = prod_run.find("NetworkPolicy", "llama-finetune-network", "research")
-    assert set(network.options["dependsOn"]) == {local_queue, datasets}
+    # The team Redis' Secret too: its pods read REDIS_URL from it when they start.
+    redis_secret = prod_run.find("Secret", "team-redis-auth", "research").urn
+    assert set(network.options["dependsOn"]) == {local_queue, datasets, redis_secret}
     team = _team_objects(prod_run, "research")
     assert {r.kind for r in prod_run.kubernetes_objects() if r.urn in team} >= {
         "Namespace",

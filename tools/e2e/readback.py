@@ -2,9 +2,10 @@
 
 Read-back: every Kubernetes object of the offline report exists with every field it declared
 (the server may add fields and defaults, never change or drop declared ones; quantities compare
-by value, ``1Gi`` equals ``1024Mi``). Workloads: their pods exist, are admitted, and sit on the
-fake nodes of their pool, or wait for a reason that is theirs (a Job Kueue keeps suspended).
-Ray clusters and Ray jobs: Kueue has a Workload for each, admitted or pending with Kueue's
+by value, ``1Gi`` equals ``1024Mi``). Workloads (Jobs, Deployments, and StatefulSets such as a
+team's Redis): their pods exist, are admitted, and sit on the fake nodes of their pool, or wait
+for a reason that is theirs (a Job Kueue keeps suspended); replicated ones have their replicas
+ready. Ray clusters and Ray jobs: Kueue has a Workload for each, admitted or pending with Kueue's
 reason; no Ray pod ever appears (the KubeRay operator's pod runs on a fake node).
 """
 
@@ -23,6 +24,9 @@ UNKNOWN = "[unknown]"
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/")
 """Resources of the report that are not one object with the declared fields (Helm releases)."""
 PATCH_SUFFIX = "Patch"
+REPLICATED_KINDS = ("Deployment", "StatefulSet")
+"""Kinds whose ready replicas are counted; a Job's pods are placed and running."""
+SERVED_KINDS = ("Job", *REPLICATED_KINDS)
 WORKLOAD_TIMEOUT_S = 240.0
 POLL_S = 1.0
 
@@ -207,8 +211,9 @@ def ray_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str], list
 
 
 def workload_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str], list[str], bool]:
-    """``(problems, facts, settled)`` for every team Job and Deployment of the report, then
-    every Ray cluster and Ray job (:func:`ray_state`)."""
+    """``(problems, facts, settled)`` for every team Job, Deployment and StatefulSet (a team
+    Redis, a service's dependency) of the report, then every Ray cluster and Ray job
+    (:func:`ray_state`)."""
     nodes = {
         node["metadata"]["name"]: node["metadata"].get("labels", {})
         for node in cluster.get_json("nodes").get("items", [])
@@ -220,7 +225,7 @@ def workload_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str],
     for resource in declared_objects(report):
         inputs = resource["inputs"]
         kind, meta = inputs["kind"], inputs.get("metadata") or {}
-        if kind not in ("Job", "Deployment") or TEAM_LABEL not in (meta.get("labels") or {}):
+        if kind not in SERVED_KINDS or TEAM_LABEL not in (meta.get("labels") or {}):
             continue
         namespace, name = meta["namespace"], meta["name"]
         live = cluster.get_json(_resource(inputs["apiVersion"], kind), "-n", namespace, name)
@@ -253,7 +258,7 @@ def workload_state(cluster: Cluster, report: dict[str, Any]) -> tuple[list[str],
             pool = nodes.get(node, {}).get(NODE_POOL_LABEL)
             if want_pool and pool != want_pool:
                 problems.append(f"{where}: pod {pod_name} on {node} (pool {pool}), not {want_pool}")
-        if kind == "Deployment":
+        if kind in REPLICATED_KINDS:
             ready = live.get("status", {}).get("readyReplicas", 0)
             wanted = live.get("spec", {}).get("replicas", 1)
             if ready < wanted:
