@@ -429,6 +429,8 @@ class WorkloadConfig(ConfigModel):
             uses.append((("statusChannel",), "a status channel"))
         if self.kind == "training" and self.training_settings.publish_status:
             uses.append((("training", "publishStatus"), "publishing status"))
+        if self.kind == "worker-pool":
+            uses.append((("kind",), "a worker pool (its Celery broker)"))
         return uses
 
     @property

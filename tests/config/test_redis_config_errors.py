@@ -129,6 +129,13 @@ BAD_REDIS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
         "workloads of a team with a Redis (the team Redis Secret); remove it",
     ),
     (
+        "a worker pool of a team without a Redis",
+        "dev",
+        _set("teams.2.redis.enabled", False),
+        "ai-platform:workloads[pipeline-workers].kind: a worker pool (its Celery broker) needs "
+        "the team Redis, and team 'platform' has none; set teams[platform].redis.enabled: true",
+    ),
+    (
         "the Redis volume is one PVC too many",
         "dev",
         _set("teams.0.quota.persistentVolumeClaims", 2),
