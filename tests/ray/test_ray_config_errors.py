@@ -116,6 +116,8 @@ def test_a_settings_block_is_only_for_its_kind() -> None:
 
 def test_gcs_fault_tolerance_needs_the_team_redis() -> None:
     config = stack_config("dev")
+    config["teams"][0]["redis"]["enabled"] = False  # research's Redis, and its one client
+    config["workloads"][0]["training"]["publishStatus"] = False
     _ray_lab(config)["rayCluster"]["gcsFaultTolerance"] = True
     assert _errors(config) == [
         "ai-platform:workloads[ray-lab].rayCluster.gcsFaultTolerance: needs the Redis of team "
