@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import pulumi
 import pulumi_kubernetes as k8s
 
 from .constants import (
@@ -162,32 +161,3 @@ def chart_image_values(images: Iterable[ChartImage], mirror: str | None) -> dict
             block = block.setdefault(key, {})
         block.update(image.values(mirror))
     return values
-
-
-def platform_release(
-    name: str,
-    release: str,
-    chart: Chart,
-    source: ChartSource,
-    namespace: str,
-    values: Mapping[str, Any],
-    timeout_seconds: int,
-    opts: pulumi.ResourceOptions,
-) -> k8s.helm.v3.Release:
-    """A chart as the platform's components install it, into the namespace they made: awaited
-    (a broken install fails the update, and what depends on the chart's webhooks waits for
-    them), a failed upgrade rolled back instead of left half-applied, ten revisions kept."""
-    return k8s.helm.v3.Release(
-        name,
-        name=release,
-        **source.release_args(chart),
-        namespace=namespace,
-        create_namespace=False,
-        values=dict(values),
-        skip_await=False,
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=timeout_seconds,
-        max_history=10,
-        opts=opts,
-    )

@@ -19,16 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .charts import (
-    GPU_OPERATOR,
-    PUBLIC_REPOSITORIES,
-    Chart,
-    ChartImage,
-    ChartSource,
-    chart_image_values,
-    merge_values,
-    platform_release,
-)
+from .charts import GPU_OPERATOR, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
     DEVICE_PLUGIN_CONFIGMAP,
     DEVICE_PLUGIN_DEFAULT_CONFIG,
@@ -39,8 +30,9 @@ from .constants import (
     PSA_PRIVILEGED,
 )
 from .gpu_node_pool import GpuSharing, device_plugin_config_yaml
-from .labels import platform_labels, system_namespace_labels
-from .network_policies import SystemNetwork, create_policies, gpu_operator_policies
+from .labels import platform_labels
+from .network_policies import PolicySpec, SystemNetwork, gpu_operator_policies
+from .platform_chart import ChartInstall, PlatformChartArgs
 
 _CONTROL_PLANE_TOLERATIONS: tuple[dict[str, str], ...] = (
     {
@@ -99,9 +91,11 @@ Not the vGPU manager: the chart has no default for it (each site builds its own 
 
 
 @dataclass(frozen=True)
-class GpuOperatorArgs:
+class GpuOperatorArgs(PlatformChartArgs):
     """Inputs of a GpuOperator. Defaults install everything, as on bare GPU nodes."""
 
+    chart: Chart = GPU_OPERATOR
+    namespace: str = GPU_OPERATOR_NAMESPACE
     device_plugin_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Pool name → device plugin config entry (``GpuSharing.device_plugin_config()``)."""
     node_tolerations: Sequence[Mapping[str, str]] = ()
@@ -122,19 +116,8 @@ class GpuOperatorArgs:
     """Cluster-wide MIG strategy of the operator (``single`` or ``mixed``)."""
     mig_manager: bool = False
     """Run the MIG manager, which partitions GPUs per ``nvidia.com/mig.config``."""
-    chart: Chart = GPU_OPERATOR
-    chart_source: ChartSource = PUBLIC_REPOSITORIES
-    """The public repository, or a mirror directory."""
-    registry_mirror: str | None = None
-    """Pull the operator's and its operands' images through this mirror (``components.images``);
-    None: as pinned."""
-    namespace: str = GPU_OPERATOR_NAMESPACE
     timeout_seconds: int = 600
     """Helm waits this long for the operator; driver builds happen later, in its daemonsets."""
-    retain_on_delete: bool = False
-    """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
-    network: SystemNetwork | None = None
-    """NetworkPolicies for the namespace (``network_policies.gpu_operator_policies``)."""
 
 
 def _dedupe(items: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -191,16 +174,11 @@ class GpuOperator(pulumi.ComponentResource):
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:gpu:GpuOperator", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": system_namespace_labels(PSA_PRIVILEGED)},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
-        )
-        inner = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
-        if args.network is not None:
-            policies = gpu_operator_policies(args.namespace, args.network, args.dcgm_exporter)
-            create_policies(name, policies, inner)
+
+        def policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
+            return gpu_operator_policies(namespace, network, args.dcgm_exporter)
+
+        install = ChartInstall(self, name, args, policies, pod_security=PSA_PRIVILEGED)
         entries = {DEVICE_PLUGIN_DEFAULT_CONFIG: GpuSharing().device_plugin_config()}
         entries.update({pool: dict(config) for pool, config in args.device_plugin_configs.items()})
         config_map = k8s.core.v1.ConfigMap(
@@ -211,20 +189,9 @@ class GpuOperator(pulumi.ComponentResource):
                 "labels": platform_labels(),
             },
             data={entry: device_plugin_config_yaml(config) for entry, config in entries.items()},
-            opts=inner,
+            opts=install.inside,
         )
-        platform_release(
-            f"{name}-release",
-            GPU_OPERATOR_RELEASE,
-            args.chart,
-            args.chart_source,
-            args.namespace,
-            chart_values(args),
-            args.timeout_seconds,
-            pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=[namespace, config_map])
-            ),
-        )
+        install.release(GPU_OPERATOR_RELEASE, chart_values(args), after=[config_map])
         self.namespace_name = args.namespace
         self.release_name = GPU_OPERATOR_RELEASE
         self.register_outputs({"namespace": self.namespace_name, "release": self.release_name})

@@ -22,26 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .charts import (
-    KEDA,
-    PUBLIC_REPOSITORIES,
-    Chart,
-    ChartImage,
-    ChartSource,
-    chart_image_values,
-    merge_values,
-    platform_release,
-)
+from .charts import KEDA, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
     KEDA_NAMESPACE,
     KEDA_OPERATOR,
     KEDA_OPERATOR_METRICS_PORT,
     KEDA_RELEASE,
     KEDA_WEBHOOKS,
-    PSA_RESTRICTED,
 )
-from .labels import system_namespace_labels
-from .network_policies import SystemNetwork, create_policies, keda_policies
+from .network_policies import keda_policies
+from .platform_chart import ChartInstall, PlatformChartArgs
 
 FailurePolicy = Literal["Fail", "Ignore"]
 
@@ -58,26 +48,17 @@ forbid privilege escalation and run on a read-only root."""
 
 
 @dataclass(frozen=True)
-class KedaArgs:
+class KedaArgs(PlatformChartArgs):
     """Inputs of the Keda component."""
 
+    chart: Chart = KEDA
+    namespace: str = KEDA_NAMESPACE
     operator_replicas: int = 1
     """Operator replicas; one leads, the others stand by (KEDA does not shard the work)."""
     metrics_server_replicas: int = 1
     webhook_replicas: int = 1
     webhook_failure_policy: FailurePolicy = "Fail"
     """What the API server does with a ScaledObject while the webhooks are down."""
-    chart: Chart = KEDA
-    chart_source: ChartSource = PUBLIC_REPOSITORIES
-    """The public repository, or a mirror directory."""
-    registry_mirror: str | None = None
-    """Pull the chart's images through this mirror (``components.images``); None: as pinned."""
-    namespace: str = KEDA_NAMESPACE
-    timeout_seconds: int = 300
-    retain_on_delete: bool = False
-    """Keep the namespace when the stack drops it (prod): deleting it stops every autoscaler."""
-    network: SystemNetwork | None = None
-    """NetworkPolicies for the namespace (``network_policies.keda_policies``); None: none."""
 
     def __post_init__(self) -> None:
         for what in ("operator_replicas", "metrics_server_replicas", "webhook_replicas"):
@@ -120,27 +101,8 @@ class Keda(pulumi.ComponentResource):
         self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:autoscaling:Keda", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": system_namespace_labels(PSA_RESTRICTED)},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
-        )
-        in_namespace = pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[namespace])
-        )
-        if args.network is not None:
-            create_policies(name, keda_policies(args.namespace, args.network), in_namespace)
+        install = ChartInstall(self, name, args, keda_policies)
         # Awaited: the webhooks validate every ScaledObject ordered after the release.
-        self.release = platform_release(
-            f"{name}-release",
-            KEDA_RELEASE,
-            args.chart,
-            args.chart_source,
-            args.namespace,
-            chart_values(args),
-            args.timeout_seconds,
-            in_namespace,
-        )
+        self.release = install.release(KEDA_RELEASE, chart_values(args))
         self.namespace_name = args.namespace
         self.register_outputs({"namespace": self.namespace_name})

@@ -16,36 +16,17 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .charts import (
-    KUBERAY,
-    PUBLIC_REPOSITORIES,
-    Chart,
-    ChartImage,
-    ChartSource,
-    chart_image_values,
-    merge_values,
-)
+from .charts import KUBERAY, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
     KUBERAY_NAMESPACE,
     KUBERAY_RELEASE,
-    PSA_AUDIT_LABEL,
-    PSA_ENFORCE_LABEL,
-    PSA_RESTRICTED,
-    PSA_WARN_LABEL,
     RAY_DASHBOARD_PORT,
     RAY_NODE_TYPE_LABEL,
-    SYSTEM_NAMESPACE_LABEL,
     TEAM_LABEL,
 )
-from .labels import platform_labels
-from .network_policies import (
-    PolicySpec,
-    SystemNetwork,
-    controller_namespace,
-    create_policies,
-    prometheus_peer,
-)
+from .network_policies import PolicySpec, SystemNetwork, controller_namespace, prometheus_peer
 from .network_rules import labelled_namespaces_peer, pod_selector, ports
+from .platform_chart import ChartInstall, PlatformChartArgs
 
 OPERATOR_POD_LABELS: Final = {"app.kubernetes.io/name": KUBERAY_RELEASE}
 """What the chart puts on the operator's pod (``nameOverride``): the NetworkPolicies select it."""
@@ -59,23 +40,13 @@ CHART_IMAGES: tuple[ChartImage, ...] = (
 
 
 @dataclass(frozen=True)
-class KubeRayOperatorArgs:
+class KubeRayOperatorArgs(PlatformChartArgs):
     """Inputs of the KubeRayOperator component."""
 
+    chart: Chart = KUBERAY
+    namespace: str = KUBERAY_NAMESPACE
     service_monitor: bool = False
     """Let the chart create the operator's ServiceMonitor (needs the Prometheus operator CRDs)."""
-    chart: Chart = KUBERAY
-    chart_source: ChartSource = PUBLIC_REPOSITORIES
-    """The public repository, or a mirror directory."""
-    registry_mirror: str | None = None
-    """Pull the operator image through this mirror (``components.images``); None: as pinned."""
-    namespace: str = KUBERAY_NAMESPACE
-    timeout_seconds: int = 300
-    retain_on_delete: bool = False
-    """Keep the namespace when the stack drops it (prod): deleting it stops every Ray cluster's
-    reconciliation."""
-    network: SystemNetwork | None = None
-    """NetworkPolicies for the namespace (:func:`kuberay_policies`); None: none."""
 
 
 def chart_values(args: KubeRayOperatorArgs) -> dict[str, Any]:
@@ -158,38 +129,7 @@ class KubeRayOperator(pulumi.ComponentResource):
         self, name: str, args: KubeRayOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:ray:KubeRayOperator", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={
-                "name": args.namespace,
-                "labels": {
-                    **platform_labels({SYSTEM_NAMESPACE_LABEL: "true"}),
-                    PSA_ENFORCE_LABEL: PSA_RESTRICTED,
-                    PSA_AUDIT_LABEL: PSA_RESTRICTED,
-                    PSA_WARN_LABEL: PSA_RESTRICTED,
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
-        )
-        after_namespace = pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[namespace])
-        )
-        if args.network is not None:
-            create_policies(name, kuberay_policies(args.namespace, args.network), after_namespace)
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=KUBERAY_RELEASE,
-            **args.chart_source.release_args(args.chart),
-            namespace=args.namespace,
-            create_namespace=False,
-            values=chart_values(args),
-            skip_await=False,
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=args.timeout_seconds,
-            max_history=10,
-            opts=after_namespace,
-        )
+        install = ChartInstall(self, name, args, kuberay_policies)
+        self.release = install.release(KUBERAY_RELEASE, chart_values(args))
         self.namespace_name = args.namespace
         self.register_outputs({"namespace": self.namespace_name})

@@ -20,16 +20,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from pulumi_kubernetes import _utilities as k8s_utilities
 
-from .charts import (
-    KUEUE,
-    PUBLIC_REPOSITORIES,
-    Chart,
-    ChartImage,
-    ChartSource,
-    chart_image_values,
-    merge_values,
-    platform_release,
-)
+from .charts import KUEUE, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
     CLUSTER_QUEUE_PREFIX,
     DEFAULT_CLUSTER_QUEUE_PREFIX,
@@ -43,13 +34,13 @@ from .constants import (
     KUEUE_RELEASE,
     NAMESPACE_NAME_LABEL,
     NODE_POOL_LABEL,
-    PSA_RESTRICTED,
     QUOTA_OVERCOMMIT_ANNOTATION,
     TEAM_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
 )
-from .labels import platform_labels, system_namespace_labels, team_labels
-from .network_policies import SystemNetwork, create_policies, kueue_policies
+from .labels import platform_labels, team_labels
+from .network_policies import kueue_policies
+from .platform_chart import ChartInstall, PlatformChartArgs
 from .scheduling_contract import SchedulingContract
 
 COMPUTE_RESOURCES: tuple[str, str] = ("cpu", "memory")
@@ -167,9 +158,11 @@ class WorkloadPrioritySpec:
 
 
 @dataclass(frozen=True)
-class KueueArgs:
+class KueueArgs(PlatformChartArgs):
     """Inputs of the Kueue component."""
 
+    chart: Chart = KUEUE
+    namespace: str = KUEUE_NAMESPACE
     flavors: Sequence[FlavorSpec] = ()
     priority_classes: Sequence[WorkloadPrioritySpec] = ()
     """Mirrors of the cluster's PriorityClasses (same names and values)."""
@@ -179,17 +172,6 @@ class KueueArgs:
     """Admit jobs that resize while running (autoscaled Ray clusters), slice by slice."""
     service_monitor: bool = False
     """Let the chart create Kueue's ServiceMonitor (needs the Prometheus operator CRDs)."""
-    chart: Chart = KUEUE
-    chart_source: ChartSource = PUBLIC_REPOSITORIES
-    """The public repository, or a mirror directory."""
-    registry_mirror: str | None = None
-    """Pull the chart's images through this mirror (``components.images``); None: as pinned."""
-    namespace: str = KUEUE_NAMESPACE
-    timeout_seconds: int = 300
-    retain_on_delete: bool = False
-    """Keep the namespace when the stack drops it (prod): deleting it stops the component."""
-    network: SystemNetwork | None = None
-    """NetworkPolicies for the namespace (``network_policies.kueue_policies``); None: none."""
 
 
 KUEUE_IMAGE_TAG = f"v{KUEUE_CHART_VERSION}"
@@ -256,28 +238,9 @@ class Kueue(pulumi.ComponentResource):
     ) -> None:
         super().__init__("aiplatform:queueing:Kueue", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": system_namespace_labels(PSA_RESTRICTED)},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
-        )
-        if args.network is not None:
-            create_policies(
-                name,
-                kueue_policies(args.namespace, args.network),
-                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
-            )
+        install = ChartInstall(self, name, args, kueue_policies)
         # Awaited: Kueue's webhooks validate every queue object below.
-        release = platform_release(
-            f"{name}-release",
-            KUEUE_RELEASE,
-            args.chart,
-            args.chart_source,
-            args.namespace,
-            chart_values(args),
-            args.timeout_seconds,
-            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
-        )
+        release = install.release(KUEUE_RELEASE, chart_values(args))
         after_release = pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[release])
         )

@@ -7,6 +7,7 @@ import pulumi
 from components.keda import Keda, KedaArgs
 from components.network_policies import SystemNetwork
 
+from ..chart_fields import chart_fields
 from ..config.root import PlatformConfig
 from ..sources import KEDA
 
@@ -19,13 +20,10 @@ def keda(
     if not settings.enabled:
         return None
     args = KedaArgs(
+        **chart_fields(config, network),
         operator_replicas=settings.operator_replicas,
         metrics_server_replicas=settings.metrics_server_replicas,
         webhook_replicas=settings.webhook_replicas,
         webhook_failure_policy=settings.webhook_failure_policy,
-        chart_source=config.charts.chart_source,
-        registry_mirror=config.images.registry_mirror,
-        retain_on_delete=config.cluster.protects_data,
-        network=network,
     )
     return Keda(KEDA, args, opts)

@@ -20,6 +20,7 @@ from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.network_policies import SystemNetwork
 from components.scheduling_contract import Taint
 
+from ..chart_fields import chart_fields
 from ..config.root import PlatformConfig
 from ..sources import GPU_OPERATOR, pool_name
 from .config import Ec2NodeClassConfig, GpuNodePoolConfig, KarpenterPoolConfig, KubeletConfig
@@ -130,6 +131,7 @@ def gpu_operator_args(
     stack = config.gpu_stack
     mig_pools = [p for p in config.node_pools if p.sharing.mode == "mig"]
     return GpuOperatorArgs(
+        **chart_fields(config, network),
         device_plugin_configs={pool.contract.pool: pool.device_plugin_config for pool in pools},
         node_tolerations=[toleration for pool in pools for toleration in pool.contract.tolerations],
         driver=stack.driver,
@@ -140,10 +142,6 @@ def gpu_operator_args(
         node_feature_discovery=stack.node_feature_discovery,
         mig_strategy=mig_pools[0].sharing.mig_strategy if mig_pools else "single",
         mig_manager=bool(mig_pools),
-        chart_source=config.charts.chart_source,
-        registry_mirror=config.images.registry_mirror,
-        retain_on_delete=config.cluster.protects_data,
-        network=network,
     )
 
 

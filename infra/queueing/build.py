@@ -19,6 +19,7 @@ from components.kueue import (
 )
 from components.network_policies import SystemNetwork
 
+from ..chart_fields import chart_fields
 from ..config.quantity import format_bytes
 from ..config.root import PlatformConfig
 from ..gpu.capacity import pool_capacity
@@ -91,6 +92,7 @@ def kueue(
         return None
     pool_configs = {pool.name: pool for pool in config.node_pools}
     args = KueueArgs(
+        **chart_fields(config, network),
         flavors=[
             FlavorSpec(
                 contract=pool.contract,
@@ -107,10 +109,6 @@ def kueue(
         # Autoscaled Ray clusters are elastic jobs to Kueue (components.workloads.ray).
         elastic_jobs=config.ray.enabled,
         service_monitor=config.queueing.service_monitor,
-        chart_source=config.charts.chart_source,
-        registry_mirror=config.images.registry_mirror,
-        retain_on_delete=config.cluster.protects_data,
-        network=network,
     )
     return Kueue(KUEUE, args, opts)
 

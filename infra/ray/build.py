@@ -7,6 +7,7 @@ import pulumi
 from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from components.network_policies import SystemNetwork
 
+from ..chart_fields import chart_fields
 from ..config.root import PlatformConfig
 from ..sources import KUBERAY
 
@@ -19,11 +20,8 @@ def kuberay_operator(
     if not ray.enabled:
         return None
     args = KubeRayOperatorArgs(
+        **chart_fields(config, network),
         service_monitor=ray.service_monitor,
-        chart_source=config.charts.chart_source,
-        registry_mirror=config.images.registry_mirror,
         namespace=ray.namespace,
-        retain_on_delete=config.cluster.protects_data,
-        network=network,
     )
     return KubeRayOperator(KUBERAY, args, opts)
