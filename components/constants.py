@@ -96,6 +96,23 @@ policy pack checks the policy config approves it)."""
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 """The provider waits for Jobs to finish and PVCs to bind unless this is "true"."""
 
+# --- Where each workload kind keeps its pod template ----------------------------------------------
+POD_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
+    "core/Pod": (),
+    "core/ReplicationController": ("spec", "template"),
+    "apps/Deployment": ("spec", "template"),
+    "apps/StatefulSet": ("spec", "template"),
+    "apps/DaemonSet": ("spec", "template"),
+    "apps/ReplicaSet": ("spec", "template"),
+    "batch/Job": ("spec", "template"),
+    "batch/CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+"""``<group>/<Kind>`` (``core`` for the legacy group, as Pulumi's type tokens spell it) → the
+path from a manifest's root to the object holding the pod's ``metadata`` and ``spec`` (empty for
+a bare Pod); versions do not matter. The policy pack (generated into it), the reachability
+checker and the admission guardrails read pod templates through it; a kind that embeds several
+templates (a Ray cluster's groups) has its own reader in the pack."""
+
 # --- Platform system namespaces (the documented exceptions to restricted Pod Security) ------------
 GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
 KUEUE_NAMESPACE: Final = "kueue-system"

@@ -43,6 +43,7 @@ from .constants import (
     KUEUE_QUEUE_LABEL,
     MIG_RESOURCE_PREFIX,
     NODE_POOL_LABEL,
+    POD_TEMPLATE_PATHS,
     TEAM_LABEL,
     TENANT_GPU_QUEUE_ANNOTATION,
     TENANT_NODE_POOLS_ANNOTATION,
@@ -149,6 +150,11 @@ class Shape:
     """What an UPDATE must change to be checked again (finalizers and status need no check)."""
 
 
+def _pod_spec(group_kind: str) -> str:
+    """CEL for the pod spec of ``group_kind``'s objects (every kind of a shape keeps it there)."""
+    return ".".join(("object", *POD_TEMPLATE_PATHS[group_kind], "spec"))
+
+
 def _labels(meta: str) -> str:
     return f"has({meta}.labels) ? {meta}.labels : {{}}"
 
@@ -157,7 +163,7 @@ SHAPES: Final[tuple[Shape, ...]] = (
     Shape(
         name="pods",
         resources=(("", ("pods",)),),
-        pod_spec="object.spec",
+        pod_spec=_pod_spec("core/Pod"),
         queue_labels=_labels("object.metadata"),
         queue_labels_at="'metadata.labels'",
         # A pod its controller created was judged as the controller's template.
@@ -173,7 +179,7 @@ SHAPES: Final[tuple[Shape, ...]] = (
             ("batch", ("jobs",)),
             ("", ("replicationcontrollers",)),
         ),
-        pod_spec="object.spec.template.spec",
+        pod_spec=_pod_spec("apps/Deployment"),
         # Kueue reads the queue from a Job, Deployment or StatefulSet, and from the pods of a
         # ReplicaSet or ReplicationController (their template).
         queue_labels=(
@@ -188,7 +194,7 @@ SHAPES: Final[tuple[Shape, ...]] = (
     Shape(
         name="cronjobs",
         resources=(("batch", ("cronjobs",)),),
-        pod_spec="object.spec.jobTemplate.spec.template.spec",
+        pod_spec=_pod_spec("batch/CronJob"),
         queue_labels=_labels("object.spec.jobTemplate.metadata"),
         queue_labels_at="'spec.jobTemplate.metadata.labels'",
     ),

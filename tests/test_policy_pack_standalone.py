@@ -1,8 +1,9 @@
 """The policy pack is its folder alone: copied anywhere, with only its requirements installed, it
 runs as ``pulumi preview --policy-pack <copy>`` runs it, and finds what the checkout's pack finds.
 
-The values it shares with the platform are generated into ``aiplatform_policies/shared.py``
-(tools/gen_policy_constants.py); the copy must be current.
+The values it shares with the platform are generated into ``aiplatform_policies/shared.py``, and
+the quantity parser copied into ``aiplatform_policies/quantity_core.py``
+(tools/gen_policy_constants.py); the copies must be current.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import sysconfig
 import tomllib
 import venv
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ import pytest
 
 from tests.harness import ROOT
 from tools.e2e.run import bad_manifest, policy_pack_copy
-from tools.gen_policy_constants import OUTPUT, render
+from tools.gen_policy_constants import GENERATED, OUTPUT, QUANTITY_OUTPUT
 from tools.mockrun import MockRun
 from tools.policy_driver import run_policy_pack
 
@@ -43,8 +45,17 @@ def test_the_project_installs_the_pulumi_policy_the_pack_pins() -> None:
     assert pack == [d for d in extras["preview"] if d.startswith("pulumi-policy")]
 
 
-def test_the_shared_values_are_current() -> None:
-    assert OUTPUT.read_text(encoding="utf-8") == render(), "stale: run `make schema`"
+@pytest.mark.parametrize(
+    ("output", "rendering"), GENERATED, ids=lambda item: getattr(item, "name", "")
+)
+def test_the_shared_values_are_current(output: Path, rendering: Callable[[], str]) -> None:
+    assert output.read_text(encoding="utf-8") == rendering(), "stale: run `make schema`"
+
+
+def test_the_pack_parses_quantities_with_the_platforms_parser() -> None:
+    platform = (ROOT / "infra" / "config" / "quantity_core.py").read_text(encoding="utf-8")
+    assert QUANTITY_OUTPUT.read_text(encoding="utf-8").endswith(platform)
+    assert OUTPUT.parent == QUANTITY_OUTPUT.parent == PACK / "aiplatform_policies"
 
 
 def _imports(path: Path) -> set[str]:

@@ -50,6 +50,7 @@ from components.constants import (
     KUBE_DNS_LABEL_VALUE,
     KUBE_SYSTEM_NAMESPACE,
     NAMESPACE_NAME_LABEL,
+    POD_TEMPLATE_PATHS,
 )
 
 PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
@@ -59,17 +60,12 @@ EGRESS: Final = "Egress"
 POLICY_API_VERSION: Final = "networking.k8s.io/v1"
 
 _OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
-# Where each workload kind keeps its pod template; the pod's labels and ports live there.
 _TEMPLATE_PATHS: Final[Mapping[str, tuple[str, ...]]] = {
-    "Deployment": ("spec", "template"),
-    "StatefulSet": ("spec", "template"),
-    "DaemonSet": ("spec", "template"),
-    "ReplicaSet": ("spec", "template"),
-    "ReplicationController": ("spec", "template"),
-    "Job": ("spec", "template"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    group_kind.partition("/")[2]: path for group_kind, path in POD_TEMPLATE_PATHS.items()
 }
-WORKLOAD_KINDS: Final = ("Pod", *_TEMPLATE_PATHS)
+"""Kind → where it keeps its pod template (the manifest itself for a Pod); the pod's labels and
+ports live there."""
+WORKLOAD_KINDS: Final = tuple(_TEMPLATE_PATHS)
 _UNSUPPORTED_POLICY_KINDS: Final = (
     "AdminNetworkPolicy",
     "BaselineAdminNetworkPolicy",
@@ -586,8 +582,6 @@ def _labels(raw: object, where: str) -> dict[str, str]:
 
 def _pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
     kind = manifest.get("kind")
-    if kind == "Pod":
-        return {"metadata": manifest.get("metadata") or {}, "spec": manifest.get("spec") or {}}
     node: Any = manifest
     for step in _TEMPLATE_PATHS[str(kind)]:
         node = node.get(step) if isinstance(node, Mapping) else None

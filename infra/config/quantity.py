@@ -1,71 +1,28 @@
-"""Kubernetes quantities (``500m``, ``16Gi``, ``1e3``), parsed exactly as the API server does.
+"""Kubernetes quantities in the stack config: the pydantic types and the messages.
 
 Quotas, limits and volume sizes are compared across layers (namespace quota vs. queue quota,
-default limit vs. default request), so they are parsed to exact decimals, never floats.
+default limit vs. default request), so they are parsed to exact decimals, never floats, by the
+parser the policy pack shares (``quantity_core.py``).
 """
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-MAX_QUANTITY = Decimal(2**63 - 1)
-"""The API server stores quantities as int64 (milli-units aside): anything larger is a typo."""
-_TOO_LARGE = MAX_QUANTITY + 1
-_MAX_EXPONENT = 40
-
-_QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
+from .quantity_core import MAX_QUANTITY, binary_spelling, in_range, quantity_amount
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
     """Return the quantity's value in base units; raise ``ValueError`` naming the bad input."""
-    if isinstance(value, bool):
+    amount = None if isinstance(value, bool) else quantity_amount(str(value).strip())
+    if amount is None:
         raise ValueError(
             f"must be a Kubernetes quantity such as '4', '500m' or '16Gi', got {value!r}"
         )
-    text = str(value).strip()
-    match = _QUANTITY.match(text)
-    if not match:
-        raise ValueError(
-            f"must be a Kubernetes quantity such as '4', '500m' or '16Gi', got {value!r}"
-        )
-    try:
-        number = Decimal(match["number"])
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise ValueError(f"not a number: {value!r}") from exc
-    suffix = match["suffix"] or ""
-    try:
-        if suffix in _BINARY:
-            amount = number * _BINARY[suffix]
-        elif suffix in _DECIMAL:
-            amount = number * _DECIMAL[suffix]
-        else:
-            exponent = int(suffix[1:])
-            if abs(exponent) > _MAX_EXPONENT:
-                raise ArithmeticError
-            amount = number * Decimal(10) ** exponent
-    except ArithmeticError:
-        amount = _TOO_LARGE
-    if abs(amount) > MAX_QUANTITY:
+    if not in_range(amount):
         raise ValueError(
             f"is larger than Kubernetes allows (at most 2^63-1 in base units), got {value!r}"
         )
@@ -99,10 +56,7 @@ API server stores it as one; ``10**30`` GPUs is a typo, not a quota."""
 
 def format_bytes(amount: Decimal) -> str:
     """Render a byte count with the largest exact binary suffix (for error messages)."""
-    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1]):
-        if amount >= factor and amount % factor == 0:
-            return f"{amount // factor}{suffix}"
-    return str(amount)
+    return binary_spelling(amount) or str(amount)
 
 
 def show_amount(resource: str, amount: Decimal) -> str:

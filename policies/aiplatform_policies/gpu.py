@@ -11,8 +11,8 @@ from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationA
 
 from .kube import as_int, as_map, as_seq, as_str, dig, fmt_num, labels_of, parse_quantity
 from .podspec import (
-    POD_TEMPLATE_PATHS,
     RAY_KINDS,
+    WORKLOAD_KINDS,
     ContainerRef,
     PodView,
     iter_volume_mounts,
@@ -39,6 +39,7 @@ from .scope import (
 )
 from .shared import (
     CHECKPOINT_GRACE_SECONDS,
+    DEFAULT_PRIORITY_CLASSES,
     GPU_RESOURCE,
     GPU_TAINT_EFFECT,
     GPU_TAINT_KEY,
@@ -53,7 +54,6 @@ from .shared import (
     WORKLOAD_TYPE_WORKER,
 )
 
-WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 GPU_POD_KINDS: Final = WORKLOAD_KINDS | RAY_KINDS
 """Kinds whose pod templates the GPU policies read: the workload kinds, and Ray clusters and
 jobs (every head, worker group and submitter template)."""
@@ -63,8 +63,6 @@ WORKLOAD_TYPES: Final = (
     WORKLOAD_TYPE_INFERENCE,
     WORKLOAD_TYPE_WORKER,
 )
-DEFAULT_PRIORITY_CLASSES: Final = ("critical", "high", "normal", "batch-low")
-"""The platform's default PriorityClasses (``ai-platform:priorityClasses`` defaults)."""
 
 
 def is_gpu_resource(key: str) -> bool:

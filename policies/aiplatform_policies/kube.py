@@ -9,13 +9,13 @@ type silently: schema validation is another tool's job, a policy must not crash 
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
-from .shared import BINARY_SUFFIXES, DECIMAL_SUFFIXES, QUANTITY_PATTERN
+from .quantity_core import binary_spelling, in_range, quantity_amount
 
 EMPTY_MAP: Final[Mapping[str, Any]] = {}
 EMPTY_SEQ: Final[Sequence[Any]] = ()
@@ -139,48 +139,36 @@ def fmt_num(value: Any) -> str:
 
 
 # --- Quantities ---------------------------------------------------------------------------------
-_QUANTITY: Final = re.compile(QUANTITY_PATTERN)
-
-
 @lru_cache(maxsize=4096)
 def _parse_quantity_text(text: str) -> Decimal | None:
-    match = _QUANTITY.match(text.strip())
-    if not match:
-        return None
-    try:
-        number = Decimal(match["number"])
-    except InvalidOperation:  # pragma: no cover - the regex admits only decimals
-        return None
-    suffix = match["suffix"] or ""
-    if suffix in BINARY_SUFFIXES:
-        return number * BINARY_SUFFIXES[suffix]
-    if suffix in DECIMAL_SUFFIXES:
-        return number * DECIMAL_SUFFIXES[suffix]
-    return number * Decimal(10) ** int(suffix[1:])
+    amount = quantity_amount(text.strip())
+    return amount if amount is not None and in_range(amount) else None
 
 
 def parse_quantity(value: Any) -> Decimal | None:
-    """A Kubernetes quantity (``500m``, ``16Gi``, ``1e3``) in base units; ``None`` if invalid.
+    """A Kubernetes quantity (``500m``, ``16Gi``, ``1e3``) in base units; ``None`` if invalid,
+    or past what the API server stores (2^63-1 in magnitude), as the platform's config says.
 
     Exact decimals, never floats: sizes and GPU counts are compared for equality.
     """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(repr(value)) if value == value else None
-    if isinstance(value, str):
+        amount = Decimal(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        amount = Decimal(repr(value))
+    elif isinstance(value, str):
         return _parse_quantity_text(value)
-    return None
+    else:
+        return None
+    return amount if in_range(amount) else None
 
 
 def format_bytes(amount: Decimal) -> str:
     """Render a byte count with the largest exact binary suffix, as people write sizes."""
-    for suffix, factor in sorted(BINARY_SUFFIXES.items(), key=lambda item: -item[1]):
-        if amount >= factor and amount % factor == 0:
-            return f"{amount // factor}{suffix}"
-    return fmt_num(amount)
+    return binary_spelling(amount) or fmt_num(amount)
 
 
 # --- Selectors ----------------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 Every pod-level policy goes through :func:`pod_view` (or :func:`pod_views`, for kinds with
 several templates), so a new workload kind (a CRD that embeds a pod template) is one line in
-:data:`POD_TEMPLATE_PATHS`, or a function in :data:`TEMPLATE_LISTS` when it embeds several (a
-Ray cluster's head and worker groups). The view is built once per resource and
-shared by all policies: it is memoised by the identity of the props object, which the SDK (with
-:mod:`.speedups`) hands unchanged to every policy of one RPC.
+``POD_TEMPLATE_PATHS`` (components/constants.py, generated into ``shared.py``), or a function
+in :data:`TEMPLATE_LISTS` when it embeds several (a Ray cluster's head and worker groups). The
+view is built once per resource and shared by all policies: it is memoised by the identity of
+the props object, which the SDK (with :mod:`.speedups`) hands unchanged to every policy of one
+RPC.
 """
 
 from __future__ import annotations
@@ -24,22 +25,11 @@ from .kube import (
     metadata,
     parse_type,
 )
-from .shared import WORKLOAD_TYPE_LABEL
+from .shared import POD_TEMPLATE_PATHS, WORKLOAD_TYPE_LABEL
 from .speedups import rpc_cache
 
-POD_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
-    "core/Pod": (),
-    "core/ReplicationController": ("spec", "template"),
-    "apps/Deployment": ("spec", "template"),
-    "apps/StatefulSet": ("spec", "template"),
-    "apps/DaemonSet": ("spec", "template"),
-    "apps/ReplicaSet": ("spec", "template"),
-    "batch/Job": ("spec", "template"),
-    "batch/CronJob": ("spec", "jobTemplate", "spec", "template"),
-}
-"""``<group>/<Kind>`` → path from the manifest root to the object holding pod ``metadata`` and
-``spec`` (empty for a bare Pod). Versions do not matter; Helm releases and patches are not here."""
-
+WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
+"""The kinds with one pod template (``<group>/<Kind>``), as policies name the kinds they read."""
 RAY_CLUSTER: Final = "ray.io/RayCluster"
 RAY_JOB: Final = "ray.io/RayJob"
 RAY_KINDS: Final = frozenset({RAY_CLUSTER, RAY_JOB})

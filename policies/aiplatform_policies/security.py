@@ -33,7 +33,7 @@ from .kube import (
     name_of,
     parse_type,
 )
-from .podspec import POD_TEMPLATE_PATHS, ContainerRef, PodView, pod_view
+from .podspec import POD_TEMPLATE_PATHS, WORKLOAD_KINDS, ContainerRef, PodView, pod_view
 from .registry import (
     NO_KNOBS,
     Category,
@@ -55,8 +55,6 @@ from .scope import (
     system_namespaces_knob,
 )
 from .shared import TEAM_ADMIN_ROLE, TEAM_VIEWER_ROLE
-
-WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 
 BASELINE_CAPABILITIES: Final = frozenset(
     {

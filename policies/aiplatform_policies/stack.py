@@ -27,7 +27,7 @@ from .kube import (
     name_of,
     parse_type,
 )
-from .podspec import POD_TEMPLATE_PATHS, pod_view
+from .podspec import WORKLOAD_KINDS, pod_view
 from .registry import (
     NO_KNOBS,
     Category,
@@ -44,7 +44,6 @@ from .shared import ESCAPE_HATCH_EXCEPTION_ANNOTATION as EXCEPTION_ANNOTATION
 NAMESPACE: Final = "core/Namespace"
 NETWORK_POLICY: Final = "networking.k8s.io/NetworkPolicy"
 RESOURCE_QUOTA: Final = "core/ResourceQuota"
-WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 
 
 def team_namespaces(resources: list[PolicyResource]) -> Iterator[tuple[str, str, PolicyResource]]:

@@ -27,7 +27,7 @@ from .kube import (
     name_of,
     parse_quantity,
 )
-from .podspec import POD_TEMPLATE_PATHS, PodView, iter_volume_mounts, pod_view
+from .podspec import WORKLOAD_KINDS, PodView, iter_volume_mounts, pod_view
 from .registry import (
     NO_KNOBS,
     Category,
@@ -39,7 +39,6 @@ from .registry import (
 )
 from .shared import WORKLOAD_TYPE_EVALUATION, WORKLOAD_TYPE_TRAINING
 
-WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 PVC: Final = "core/PersistentVolumeClaim"
 STATEFULSET: Final = "apps/StatefulSet"
 STORAGE_CLASS: Final = "storage.k8s.io/StorageClass"

@@ -32,7 +32,7 @@ from .kube import (
     name_of,
     parse_quantity,
 )
-from .podspec import POD_TEMPLATE_PATHS, PodView, pod_view, workload_replicas
+from .podspec import WORKLOAD_KINDS, PodView, pod_view, workload_replicas
 from .registry import (
     Category,
     Knobs,
@@ -50,7 +50,6 @@ from .shared import (
     WORKLOAD_TYPE_TRAINING,
 )
 
-WORKLOAD_KINDS: Final = frozenset(POD_TEMPLATE_PATHS)
 SERVING_KINDS: Final = frozenset({"apps/Deployment", "apps/StatefulSet"})
 BATCH_KINDS: Final = frozenset({"batch/Job", "batch/CronJob"})
 PDB: Final = "policy/PodDisruptionBudget"

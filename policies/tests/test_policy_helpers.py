@@ -100,10 +100,80 @@ def test_pod_view_ignores_non_workloads() -> None:
         ("", None),
         (True, None),
         ("12x", None),
+        ("7Ei", Decimal(7 * 2**60)),
+        # Past what the API server stores (2^63-1): refused, as the platform's config refuses it.
+        ("8Ei", None),
+        ("1e40", None),
+        (2**70, None),
+        (1e300, None),
+        (float("inf"), None),
+        # Exponents that would overflow the decimal context, or int()'s digit limit.
+        ("1e9999999", None),
+        ("1E-9999999", None),
+        ("1e" + "9" * 5000, None),
+        ("1e-0003", Decimal("0.001")),
     ],
 )
 def test_parse_quantity(text: Any, value: Decimal | None) -> None:
     assert parse_quantity(text) == value
+
+
+ENORMOUS = "1e9999999"
+
+
+def _enormous_pod() -> dict[str, Any]:
+    """A GPU training pod whose every quantity is :data:`ENORMOUS`."""
+    resources = {key: ENORMOUS for key in ("cpu", "memory", "nvidia.com/gpu")}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "huge",
+            "namespace": "research",
+            "labels": {"aiplatform.io/team": "research"},
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "nvcr.io/x:1",
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ],
+            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": ENORMOUS}}],
+        },
+    }
+
+
+def test_an_enormous_quantity_is_reported_never_a_crash() -> None:
+    """Every quantity a policy reads, spelled past what a decimal holds: each policy runs to its
+    end (a crash would fail the whole preview), and the GPU count is named as no quantity."""
+    resources = [
+        Resource("kubernetes:core/v1:Pod", "huge", _enormous_pod()),
+        Resource(
+            "kubernetes:core/v1:PersistentVolumeClaim",
+            "huge-claim",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "huge-claim", "namespace": "research"},
+                "spec": {"resources": {"requests": {"storage": ENORMOUS}}},
+            },
+        ),
+        Resource(
+            "kubernetes:core/v1:ResourceQuota",
+            "huge-quota",
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "huge-quota", "namespace": "research"},
+                "spec": {"hard": {"requests.nvidia.com/gpu": ENORMOUS}},
+            },
+        ),
+    ]
+    fixture = Fixture(path=Path("x.yaml"), policy="", allowed=False, resources=resources)
+    messages = {meta.name: run(meta.policy, fixture) for meta in METAS}
+    assert any(ENORMOUS in message for message in messages["gpu-limits-match-requests"])
 
 
 def test_format_bytes() -> None:

@@ -12,10 +12,11 @@ from components.constants import TEAM_LABEL
 from infra.autoscaling.config import AutoscalingConfig
 from infra.config import validate_platform_config
 from tests.harness import stack_config
-from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, SECRET, UNKNOWN, compare
+from tools.e2e.compare import PROVIDER_DEFAULTS, RELEASE, compare
 from tools.e2e.readback import check_objects, ray_state, subset_problems, workload_state
 from tools.e2e.run import cluster_overrides, drift
 from tools.e2e.stack import derive
+from tools.records import ENGINE_UNKNOWN, SECRET_MARK
 
 URN = "urn:pulumi:dev::ai-platform::aiplatform:x:Y$kubernetes:core/v1:ConfigMap::cm"
 
@@ -50,7 +51,7 @@ def test_equal_previews_agree_and_a_changed_input_is_named():
 def test_missing_resources_and_unknown_values_are_listed_never_equal():
     cm = _resource(URN, "kubernetes:core/v1:ConfigMap", {"data": {"a": "1"}})
     other = {**cm, "urn": URN + "2"}
-    unknown = {**cm, "inputs": {"data": {"a": UNKNOWN}}}
+    unknown = {**cm, "inputs": {"data": {"a": ENGINE_UNKNOWN}}}
     result = compare(_preview(unknown, other), _report(cm))
     assert result.only_real == [URN + "2"]
     assert result.unknown_in_real == [f"{URN}: data.a"]
@@ -72,8 +73,8 @@ def test_a_secrets_string_data_is_folded_into_data_as_the_provider_does():
     mine = _resource(urn, "kubernetes:core/v1:Secret", {"stringData": {"k": "v"}})
     real = _resource(urn, "kubernetes:core/v1:Secret", {"data": {"k": "dg=="}})
     assert compare(_preview(real), _report(mine)).agree
-    secret_real = _resource(urn, "kubernetes:core/v1:Secret", {"data": SECRET})
-    secret_mine = _resource(urn, "kubernetes:core/v1:Secret", {"stringData": SECRET})
+    secret_real = _resource(urn, "kubernetes:core/v1:Secret", {"data": SECRET_MARK})
+    secret_mine = _resource(urn, "kubernetes:core/v1:Secret", {"stringData": SECRET_MARK})
     assert compare(_preview(secret_real), _report(secret_mine)).agree
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-"""How the engine spells an unknown value in ``pulumi preview --json``."""
-SECRET = "[secret]"
+from tools.records import ENGINE_UNKNOWN, SECRET_MARK
+
 ENGINE_INPUTS = {"pulumi:providers:kubernetes": {"version", "__internal"}}
 """Inputs the engine adds to a provider resource that the program never sent (the plugin version
 it was registered with, the engine's own bookkeeping)."""
@@ -93,7 +92,7 @@ class Comparison:
 
 def _diff(real: Any, offline: Any, path: str) -> Iterator[tuple[str, str]]:
     """``(kind, text)`` for each leaf that differs; kind is ``unknown`` or ``diff``."""
-    if real == UNKNOWN:
+    if real == ENGINE_UNKNOWN:
         yield "unknown", path or "(whole value)"
         return
     if isinstance(real, dict) and isinstance(offline, dict):
@@ -155,8 +154,8 @@ def provider_view(
         offline.setdefault(key, default)
     if type_token == SECRET_TYPE and "stringData" in offline and "stringData" not in real:
         string_data = offline.pop("stringData")
-        if real.get("data") == SECRET or string_data == SECRET:
-            offline["data"] = SECRET
+        if real.get("data") == SECRET_MARK or string_data == SECRET_MARK:
+            offline["data"] = SECRET_MARK
         elif isinstance(string_data, dict):
             encoded = {k: _base64(v) for k, v in string_data.items()}
             offline["data"] = {**(offline.get("data") or {}), **encoded}

@@ -18,9 +18,8 @@ from typing import Any, Protocol
 
 from components.constants import NODE_POOL_LABEL, TEAM_LABEL
 from infra.config.quantity import parse_quantity
+from tools.records import SECRET_MARK, UNKNOWN_MARK
 
-SECRET = "[secret]"
-UNKNOWN = "[unknown]"
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/")
 """Resources of the report that are not one object with the declared fields (Helm releases)."""
 PATCH_SUFFIX = "Patch"
@@ -66,7 +65,7 @@ def _quantity_equal(a: Any, b: Any) -> bool:
 
 def subset_problems(declared: Any, live: Any, path: str = "") -> Iterator[str]:
     """Where ``live`` lacks or changed something ``declared`` says."""
-    if declared in (SECRET, UNKNOWN):
+    if declared in (SECRET_MARK, UNKNOWN_MARK):
         return
     if isinstance(declared, dict):
         if not isinstance(live, dict):
@@ -75,7 +74,7 @@ def subset_problems(declared: Any, live: Any, path: str = "") -> Iterator[str]:
         for key, value in declared.items():
             sub = f"{path}.{key}" if path else str(key)
             if key not in live:
-                if value not in (None, {}, [], SECRET, UNKNOWN):
+                if value not in (None, {}, [], SECRET_MARK, UNKNOWN_MARK):
                     yield f"{sub}: declared, absent on the server"
                 continue
             yield from subset_problems(value, live[key], sub)

@@ -12,12 +12,8 @@ from typing import Any
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
+from ..records import ENGINE_UNKNOWN, UNKNOWN_MARK
 from .errors import RecordsError
-
-# The engine marshals unknown values as this sentinel (plugin.UnknownStringValue); pulumi_policy's
-# proxy turns it into "can't run during preview". Records spell unknowns "[unknown]".
-_UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-_RECORD_UNKNOWN = "[unknown]"
 
 
 def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -95,7 +91,7 @@ def parse_provider_reference(ref: str) -> tuple[str, str]:
 def _wire_value(value: Any) -> Any:
     """Records spell unknowns "[unknown]"; the engine sends the unknown sentinel instead."""
     if isinstance(value, str):
-        return _UNKNOWN_SENTINEL if value == _RECORD_UNKNOWN else value
+        return ENGINE_UNKNOWN if value == UNKNOWN_MARK else value
     if isinstance(value, Mapping):
         return {k: _wire_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -108,7 +104,7 @@ def _to_struct(props: Mapping[str, Any] | None, where: str = "inputs") -> struct
     if props:
         try:
             # json.dumps is C code: checking it first avoids a Python walk for the usual case.
-            if _RECORD_UNKNOWN in json.dumps(props):
+            if UNKNOWN_MARK in json.dumps(props):
                 props = _wire_value(props)
             s.update(props)
         except (ValueError, TypeError) as e:
