@@ -583,11 +583,15 @@ class StackBench:
 def stack_sources(
     names: Sequence[str], sizes: Sequence[int], work_root: Path
 ) -> list[tuple[str, Path]]:
-    """``(stack, stack file)`` for each named stack and each synthetic size."""
+    """``(stack, stack file)`` for each named stack and each synthetic size. A synthetic stack's
+    workloads are in workload files (a folder per stack), as a user must write a stack past the
+    engine's config limit (docs/operations.md, "How large one stack can be")."""
     sources = [(name, PROJECT_ROOT / f"Pulumi.{name}.yaml") for name in names]
     for size in sizes:
         name = f"bench{size}"
-        sources.append((name, write_stack_file(work_root / "stacks", name, synthetic_config(size))))
+        folder = work_root / "stacks" / name
+        path = write_stack_file(folder, name, synthetic_config(size), workload_files=True)
+        sources.append((name, path))
     return sources
 
 

@@ -344,10 +344,28 @@ def synthetic_config(workloads: int) -> dict[str, Any]:
     }
 
 
-def write_stack_file(directory: Path, stack: str, config: dict[str, Any]) -> Path:
-    """Write ``Pulumi.<stack>.yaml`` as a user would, for ``tools.preview --stack-file``."""
+def write_stack_file(
+    directory: Path, stack: str, config: dict[str, Any], *, workload_files: bool = False
+) -> Path:
+    """Write ``Pulumi.<stack>.yaml`` as a user would, for ``tools.preview --stack-file``.
+
+    ``workload_files``: each team's workloads in ``workloads/<team>.yaml`` beside it, named by
+    ``workloadFiles``, as a stack past the engine's config limit must be written (same workloads,
+    same order: a team's are contiguous and the files sort in team order).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"Pulumi.{stack}.yaml"
-    document = {"config": {f"{PROJECT}:{key}": value for key, value in config.items()}}
+    values = dict(config)
+    if workload_files:
+        folder = directory / "workloads"
+        folder.mkdir(exist_ok=True)
+        by_team: dict[str, list[dict[str, Any]]] = {}
+        for workload in values.pop("workloads", []):
+            by_team.setdefault(workload["team"], []).append(workload)
+        for team, workloads in by_team.items():
+            text = yaml.safe_dump({"workloads": workloads}, sort_keys=False)
+            (folder / f"{team}.yaml").write_text(text, encoding="utf-8")
+        values["workloadFiles"] = ["workloads/*.yaml"]
+    document = {"config": {f"{PROJECT}:{key}": value for key, value in values.items()}}
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path

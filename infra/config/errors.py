@@ -82,11 +82,15 @@ class ConfigIssue:
     names: tuple[str | None, ...] = ()
     """Per part of ``path``, the name of the list item a position points at, where it has one
     (set by :func:`name_items` from the input as written)."""
+    source: str | None = None
+    """The file the key is written in when it is not the stack file (a workload file), relative
+    to the project folder; its keys have no ``ai-platform:`` namespace."""
 
     @property
     def key_path(self) -> str:
         """The path as users write it: ``ai-platform:teams[research].quota.gpus``."""
-        return render_key_path(self.path, self.names)
+        text = render_key_path(self.path, self.names)
+        return text if self.source is None else text.removeprefix(f"{PROJECT}:")
 
 
 def _named(raw: Any, path: Sequence[PathPart]) -> tuple[tuple[str | None, ...], list[str]]:
@@ -123,7 +127,7 @@ def name_items(raw: Mapping[str, Any], issues: Sequence[ConfigIssue]) -> list[Co
     for issue in issues:
         names, notes = _named(raw, issue.path)
         message = "; ".join([issue.message, *notes])
-        named.append(ConfigIssue(issue.path, message, names))
+        named.append(ConfigIssue(issue.path, message, names, issue.source))
     return named
 
 
@@ -140,8 +144,16 @@ class ConfigError(Exception):
         super().__init__(self.render())
 
     def issue_lines(self) -> list[str]:
-        """One ``Pulumi.<stack>.yaml: ai-platform:<path>: <problem>`` line per issue."""
-        return [f"{self.source}: {issue.key_path}: {issue.message}" for issue in self.issues]
+        """One ``Pulumi.<stack>.yaml: ai-platform:<path>: <problem>`` line per issue (a workload
+        file's issue names that file and the path inside it)."""
+        return [
+            ": ".join(
+                part
+                for part in (issue.source or self.source, issue.key_path, issue.message)
+                if part
+            )
+            for issue in self.issues
+        ]
 
     def render(self) -> str:
         lines = self.issue_lines()

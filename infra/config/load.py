@@ -22,6 +22,7 @@ from .errors import ConfigError, ConfigIssue, issues_from_validation_error, name
 from .partial import describe_skipped, partial_config
 from .root import PlatformConfig
 from .rules import cross_field_check
+from .workload_files import WORKLOAD_FILES_KEY, attribute_all, include_workload_files
 
 OFFLINE_SECRET_PLACEHOLDER = "offline-preview-secret"
 """Stands in for ``secure:`` values, which only the Pulumi CLI can decrypt."""
@@ -64,7 +65,8 @@ def engine_limit_issues(values: Mapping[str, Any]) -> list[ConfigIssue]:
             f"to each policy pack (one environment variable, {ENGINE_CONFIG_VARIABLE}), over the "
             f"{ENVIRONMENT_STRING_LIMIT:,} bytes Linux allows one: pulumi preview and pulumi up "
             f"would fail before the program starts; this key is {sizes[largest]:,} bytes of it. "
-            "Split the stack (for example one stack per group of teams) or trim this key",
+            "move the workloads into files beside the stack file, named by "
+            f"{_PREFIX}{WORKLOAD_FILES_KEY} (the program reads them itself), or split the stack",
         )
     ]
 
@@ -74,15 +76,24 @@ def stack_file_name(stack: str) -> str:
 
 
 def validate_platform_config(
-    raw: Mapping[str, Any], source: str, found: Sequence[ConfigIssue] = ()
+    raw: Mapping[str, Any],
+    source: str,
+    found: Sequence[ConfigIssue] = (),
+    project: Path | None = None,
 ) -> PlatformConfig:
     """Validate ``ai-platform:`` keys (prefix stripped); ``ConfigError`` lists every issue,
     ``found`` (what the loader found in the same input: misplaced secrets) first.
 
+    ``project`` is the folder ``workloadFiles`` are relative to (the stack file's, where the
+    engine runs the program); without it, the files are not read.
     The cross-field rules run even when the models reject part of the input, on what parsed
     (``partial.py``): one run reports every error, and names the checks it could not run.
     """
     issues = list(found)
+    included = None
+    if project is not None:
+        included = include_workload_files(raw, project, parse_yaml)
+        raw, issues = included.raw, [*issues, *included.issues]
     partial = False
     try:
         config = PlatformConfig.model_validate(dict(raw))
@@ -92,7 +103,8 @@ def validate_platform_config(
     broken, skipped = cross_field_check(config, partial)
     issues += broken
     if issues:
-        raise ConfigError(source, name_items(raw, issues), describe_skipped(raw, skipped))
+        named = attribute_all(included, name_items(raw, issues))
+        raise ConfigError(source, named, describe_skipped(raw, skipped))
     return config
 
 
@@ -169,6 +181,7 @@ def plain_credential_issue(path: tuple[str | int, ...]) -> ConfigIssue:
 def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
     """Read every ``ai-platform:`` key the engine passed: unknown top-level keys are caught too."""
     from pulumi.runtime import config as runtime_config
+    from pulumi.runtime import settings as runtime_settings
 
     flat = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     source = stack_file_name(stack)
@@ -190,7 +203,10 @@ def load_from_pulumi_runtime(stack: str) -> PlatformConfig:
         if f"{_PREFIX}{top}" not in secret_keys
         for path in _credential_paths(top, raw.get(top))
     ]
-    return validate_platform_config(raw, source, misplaced)
+    # Workload files are relative to the project root (Pulumi.yaml's folder, the stack file's);
+    # under mocks the runtime knows none, and the working directory stands in.
+    root = runtime_settings.get_root_directory()
+    return validate_platform_config(raw, source, misplaced, project=Path(root or Path.cwd()))
 
 
 def _replace_secure(
@@ -365,6 +381,29 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class UnreadableYamlError(ValueError):
+    """A YAML text the config cannot be read from; the message says why, for the user."""
+
+
+def parse_yaml(text: str) -> Any:
+    """A stack file's or a workload file's document, read as the CLI reads stack files and
+    bounded (``_expanded_size``); ``UnreadableYamlError`` says what is wrong and where."""
+    try:
+        with _collector_paused():
+            return _parse(text)
+    except _TooLargeError as exc:
+        raise UnreadableYamlError(str(exc)) from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise UnreadableYamlError(f"not valid YAML{at}: {_one_line(problem)}") from None
+    except RecursionError:
+        raise UnreadableYamlError("YAML nested too deeply") from None
+    except ValueError as exc:  # e.g. integers past Python's digit limit
+        raise UnreadableYamlError(f"not valid YAML: {_one_line(str(exc))}") from None
+
+
 class StackFile:
     """A parsed ``Pulumi.<stack>.yaml``: its config as the engine would pass it to the program."""
 
@@ -372,29 +411,15 @@ class StackFile:
         self.path = path
         self.name = path.name
         try:
-            with _collector_paused():
-                document = _parse(path.read_text(encoding="utf-8"))
-        except _TooLargeError as exc:
-            raise ConfigError(self.name, [ConfigIssue((), str(exc))]) from None
+            document = parse_yaml(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(self.name, [ConfigIssue((), "stack file not found")]) from None
         except UnicodeDecodeError as exc:
             raise ConfigError(
                 self.name, [ConfigIssue((), f"not UTF-8 text (byte {exc.start})")]
             ) from None
-        except yaml.YAMLError as exc:
-            where = getattr(exc, "problem_mark", None)
-            at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ConfigError(
-                self.name, [ConfigIssue((), f"not valid YAML{at}: {_one_line(problem)}")]
-            ) from None
-        except RecursionError:
-            raise ConfigError(self.name, [ConfigIssue((), "YAML nested too deeply")]) from None
-        except ValueError as exc:  # e.g. integers past Python's digit limit
-            raise ConfigError(
-                self.name, [ConfigIssue((), f"not valid YAML: {_one_line(str(exc))}")]
-            ) from None
+        except UnreadableYamlError as exc:
+            raise ConfigError(self.name, [ConfigIssue((), str(exc))]) from None
         if document is None:
             document = {}
         if not isinstance(document, dict):
@@ -438,4 +463,6 @@ class StackFile:
         """The validated model. ``engine_limits=False`` skips the engine's config size limit:
         only for benchmarks of the program beyond what one stack can deploy."""
         found = [*self.issues, *(engine_limit_issues(self.values) if engine_limits else [])]
-        return validate_platform_config(project_keys(self.values), self.name, found)
+        return validate_platform_config(
+            project_keys(self.values), self.name, found, project=self.path.parent
+        )

@@ -51,6 +51,12 @@ class PlatformConfig(ConfigModel):
     """The KubeRay operator, for Ray clusters and Ray jobs. Default: not installed."""
     workloads: list[WorkloadConfig] = []
     """Training jobs and inference services, each naming its team. Default: none."""
+    workload_files: list[str] = []
+    """More workloads, in files beside the stack file: paths or globs relative to the project
+    folder, each file a mapping ``workloads: [...]`` of the same shape; their workloads follow
+    these, checked as if written here. For team-owned files, and for stacks whose config would
+    pass the engine's size limit (docs/operations.md, "How large one stack can be").
+    Default: none."""
     monitoring: MonitoringConfig = MonitoringConfig()
     """Metrics, alerts, dashboards and logs. Default: installed, single-binary Loki."""
     extra_manifests: list[dict[str, Any]] = []

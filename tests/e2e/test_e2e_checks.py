@@ -190,6 +190,20 @@ def test_the_e2e_stack_differs_from_its_source_only_as_listed(tmp_path: Path):
     assert (stack.project_dir / "infra").resolve() == Path(__file__).resolve().parents[2] / "infra"
 
 
+def test_the_e2e_project_reads_the_same_workload_files_as_the_source(tmp_path: Path):
+    """A stack with ``workloadFiles``: the e2e project links their folder from beside the source
+    stack file, and the derived stack file passes the same checks with the same workloads."""
+    from bench.synthetic import synthetic_config, write_stack_file
+    from infra.config import StackFile
+
+    source = write_stack_file(tmp_path / "src", "big", synthetic_config(6), workload_files=True)
+    stack = derive("big", work_dir=tmp_path / "e2e", overrides={}, source=source)
+    link = stack.project_dir / "workloads"
+    assert link.is_symlink() and link.resolve() == (tmp_path / "src" / "workloads").resolve()
+    derived = StackFile(stack.stack_file).platform_config().workloads
+    assert derived == StackFile(source).platform_config().workloads and len(derived) == 6
+
+
 def test_a_nested_override_changes_only_its_leaf_and_keda_only_where_installed(tmp_path: Path):
     """KEDA's webhooks are KWOK pods in the e2e: a stack with KEDA gets their failure policy as
     one listed difference, keeping every other KEDA setting; a stack without KEDA gets none."""
