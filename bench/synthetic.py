@@ -328,6 +328,8 @@ def synthetic_config(workloads: int) -> dict[str, Any]:
         # Every team borrows on h100-training and may use batch-low: only LowerPriority reclaim
         # keeps batch-low from preempting (Kueue ignores a class's preemptionPolicy).
         "queueing": {"cohort": "bench", "reclaimWithinCohort": "LowerPriority"},
+        # The inference services' custom metric needs its adapter.
+        "autoscaling": {"prometheusAdapter": {"enabled": True}},
         "monitoring": {
             # As in prod: egress to named ranges only (the pack rejects 0.0.0.0/0).
             "alertmanager": {"egressCidrs": ["10.0.250.0/24"]},

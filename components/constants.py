@@ -118,6 +118,8 @@ GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
 KUEUE_NAMESPACE: Final = "kueue-system"
 KEDA_NAMESPACE: Final = "keda"
 KUBERAY_NAMESPACE: Final = "ray-system"
+METRICS_SERVER_NAMESPACE: Final = "metrics-server"
+PROMETHEUS_ADAPTER_NAMESPACE: Final = "prometheus-adapter"
 MONITORING_NAMESPACE: Final = "monitoring"
 LOGGING_NAMESPACE: Final = "logging"
 KUBE_SYSTEM_NAMESPACE: Final = "kube-system"
@@ -133,6 +135,8 @@ PLATFORM_NAMESPACES: Final = frozenset(
         KUEUE_NAMESPACE,
         KEDA_NAMESPACE,
         KUBERAY_NAMESPACE,
+        METRICS_SERVER_NAMESPACE,
+        PROMETHEUS_ADAPTER_NAMESPACE,
         MONITORING_NAMESPACE,
         LOGGING_NAMESPACE,
     }
@@ -255,6 +259,28 @@ KEDA_METRICS_APISERVER_PORT: Final = 6443
 """The metrics API server's container port (``service.portHttpsTarget``); its Service is 443."""
 KEDA_WEBHOOK_PORT: Final = 9443
 """The admission webhook server's container port."""
+# --- Resource and custom metrics: what the HPAs read ----------------------------------------------
+METRICS_SERVER_CHART: Final = "metrics-server"
+METRICS_SERVER_CHART_REPO: Final = "https://kubernetes-sigs.github.io/metrics-server/"
+METRICS_SERVER_CHART_VERSION: Final = "3.13.1"
+"""Pinned once; metrics-server 0.8.1 (the chart's appVersion and image tag). Serves
+``v1beta1.metrics.k8s.io``: the CPU and memory of pods and nodes, what Resource metrics read."""
+METRICS_SERVER_RELEASE: Final = "metrics-server"
+"""Also the chart's fullname: its Deployment, Service and pod label ``app.kubernetes.io/name``."""
+METRICS_SERVER_PORT: Final = 10250
+"""metrics-server's secure port (the chart's ``containerPort``); its Service is 443."""
+PROMETHEUS_ADAPTER_CHART: Final = "prometheus-adapter"
+PROMETHEUS_ADAPTER_CHART_REPO: Final = "https://prometheus-community.github.io/helm-charts"
+PROMETHEUS_ADAPTER_CHART_VERSION: Final = "5.3.0"
+"""Pinned once; prometheus-adapter v0.12.0 (the chart's appVersion and image tag). Serves
+``v1beta1.custom.metrics.k8s.io`` from Prometheus queries: what Pods metrics read."""
+PROMETHEUS_ADAPTER_RELEASE: Final = "prometheus-adapter"
+"""Also the chart's fullname: its Deployment, Service and pod label ``app.kubernetes.io/name``."""
+PROMETHEUS_ADAPTER_PORT: Final = 6443
+"""The adapter's secure port (the chart's ``listenPort``); its Service is 443."""
+CHART_NAME_LABEL: Final = "app.kubernetes.io/name"
+"""The selector label both metrics charts set on their pods to the chart's name."""
+
 # --- KubeRay: the operator and the Ray clusters of the teams ------------------------------------
 KUBERAY_CHART: Final = "kuberay-operator"
 KUBERAY_CHART_REPO: Final = "https://ray-project.github.io/kuberay-helm/"

@@ -72,6 +72,8 @@ class SystemNetwork:
 
     api_server_cidrs: Sequence[str] = ("0.0.0.0/0",)
     """Where the API server's endpoints are: it calls webhooks from there, and is called there."""
+    node_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    """Node addresses: where the kubelets are (metrics-server reads them)."""
     prometheus_namespace: str | None = None
     """Where Prometheus runs; None: no monitoring, nothing scrapes."""
 
@@ -106,6 +108,28 @@ def controller_namespace(namespace: str, network: SystemNetwork) -> list[PolicyS
             },
         ),
     ]
+
+
+def aggregated_api_server(
+    name: str,
+    namespace: str,
+    network: SystemNetwork,
+    pods: Mapping[str, str],
+    port: int,
+    egress: Sequence[Mapping[str, Any]],
+) -> PolicySpec:
+    """The pods behind an APIService (a metrics API): the API server calls them on ``port``,
+    nothing else does; they reach ``egress`` (the API server and DNS come with the namespace)."""
+    return PolicySpec(
+        name,
+        namespace,
+        {
+            "podSelector": pod_selector(pods),
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": cidr_peers(network.api_server_cidrs), "ports": ports([port])}],
+            "egress": [dict(rule) for rule in egress],
+        },
+    )
 
 
 def kueue_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
@@ -177,25 +201,18 @@ def keda_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
                 "egress": [{"to": [team_redis], "ports": ports([REDIS_PORT])}],
             },
         ),
-        PolicySpec(
+        aggregated_api_server(
             "keda-metrics-apiserver",
             namespace,
-            {
-                "podSelector": keda_pod(KEDA_METRICS_APISERVER),
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [
-                    {
-                        "from": cidr_peers(network.api_server_cidrs),
-                        "ports": ports([KEDA_METRICS_APISERVER_PORT]),
-                    }
-                ],
-                "egress": [
-                    {
-                        "to": [{"podSelector": keda_pod(KEDA_OPERATOR)}],
-                        "ports": ports([KEDA_METRICS_SERVICE_PORT]),
-                    }
-                ],
-            },
+            network,
+            {KEDA_POD_LABEL: KEDA_METRICS_APISERVER},
+            KEDA_METRICS_APISERVER_PORT,
+            [
+                {
+                    "to": [{"podSelector": keda_pod(KEDA_OPERATOR)}],
+                    "ports": ports([KEDA_METRICS_SERVICE_PORT]),
+                }
+            ],
         ),
         PolicySpec(
             "keda-admission-webhooks",

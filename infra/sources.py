@@ -16,8 +16,10 @@ from components.gpu_operator import GpuOperator
 from components.keda import Keda
 from components.kuberay import KubeRayOperator
 from components.kueue import DefaultQueue, Kueue, TeamQueue
+from components.metrics_server import MetricsServer
 from components.monitoring.stack import MonitoringStack
 from components.priority_classes import PriorityClasses
+from components.prometheus_adapter import PrometheusAdapter
 from components.raw_manifests import RawManifests
 from components.storage_classes import StorageClasses
 from components.team_namespace import TeamNamespace
@@ -38,6 +40,8 @@ GPU_OPERATOR = "gpu-operator"
 KUEUE = "kueue"
 KEDA = "keda"
 KUBERAY = "kuberay"
+METRICS_SERVER = "metrics-server"
+PROMETHEUS_ADAPTER = "prometheus-adapter"
 MONITORING = "monitoring"
 EXTRA_MANIFESTS = "extra"
 """Logical names of the components the stack has one of."""
@@ -83,6 +87,8 @@ def config_sources(
         (GpuOperator.__name__, GPU_OPERATOR): ("gpuStack",),
         (Kueue.__name__, KUEUE): ("queueing",),
         (Keda.__name__, KEDA): ("autoscaling", "keda"),
+        (MetricsServer.__name__, METRICS_SERVER): ("autoscaling", "metricsServer"),
+        (PrometheusAdapter.__name__, PROMETHEUS_ADAPTER): ("autoscaling", "prometheusAdapter"),
         (KubeRayOperator.__name__, KUBERAY): ("ray",),
         (MonitoringStack.__name__, MONITORING): ("monitoring",),
         (RawManifests.__name__, EXTRA_MANIFESTS): ("extraManifests",),

@@ -47,11 +47,13 @@ def kubernetes_provider(config: PlatformConfig) -> k8s.Provider:
 
 
 def system_network(config: PlatformConfig) -> SystemNetwork:
-    """What the platform namespaces' NetworkPolicies need: the API server's addresses (the
-    monitoring network settings say where it is) and where Prometheus runs, if anywhere."""
+    """What the platform namespaces' NetworkPolicies need: the API server's and the nodes'
+    addresses (the monitoring network settings say where they are) and where Prometheus runs,
+    if anywhere."""
     monitoring = config.monitoring
     return SystemNetwork(
         api_server_cidrs=tuple(monitoring.network.api_server_cidrs),
+        node_cidrs=tuple(monitoring.network.node_cidrs),
         prometheus_namespace=monitoring.namespace if monitoring.enabled else None,
     )
 
@@ -71,6 +73,7 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
     gpu_operator = gpu.gpu_operator(config, pools, network, on_cluster)
     kueue = queueing.kueue(config, pools, network, on_cluster)
     keda = autoscaling.keda(config, network, on_cluster)
+    autoscaling.metrics_server(config, network, on_cluster)
     kuberay = ray.kuberay_operator(config, network, on_cluster)
 
     teams: dict[str, TeamOutputs] = {}
@@ -107,6 +110,12 @@ def build_platform(config: PlatformConfig) -> StackOutputs:
         )
 
     monitoring_stack = monitoring.monitoring_stack(config, gpu_operator, on_cluster)
+    autoscaling.prometheus_adapter(
+        config,
+        network,
+        monitoring_stack.prometheus_url if monitoring_stack else None,
+        on_cluster,
+    )
     manifests.extra_manifests(config, [t.namespace for t in tenants.values()], on_cluster)
 
     for name, owner in tenants.items():

@@ -201,7 +201,10 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "podSelector": _pods(COMPONENT_PROMETHEUS),
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [
-                    {"from": [grafana, prometheus], "ports": ports([PROMETHEUS_PORT])},
+                    {
+                        "from": [grafana, prometheus, *network.prometheus_clients],
+                        "ports": ports([PROMETHEUS_PORT]),
+                    },
                     {"from": [prometheus], "ports": ports([CONFIG_RELOADER_PORT])},
                 ],
                 "egress": targets,

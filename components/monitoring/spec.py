@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import pulumi
 
@@ -175,6 +175,9 @@ class NetworkSpec:
     object_storage_cidrs: Sequence[str] = ANYWHERE
     team_metrics_ports: Sequence[int] = (8000, 8080, 9090)
     """Numbered team ports Prometheus may reach besides container ports named ``metrics``."""
+    prometheus_clients: Sequence[Mapping[str, Any]] = ()
+    """Pods of other namespaces that may query Prometheus (``network_rules`` peers): the
+    Prometheus adapter, which answers the custom metrics API from it."""
 
 
 @dataclass(frozen=True)

@@ -71,13 +71,16 @@ class CustomMetric:
 
 @dataclass(frozen=True)
 class Autoscaling:
-    """HorizontalPodAutoscaler bounds and targets (seed values: 2..5 replicas at 80% CPU)."""
+    """HorizontalPodAutoscaler bounds and targets (seed values: 2..5 replicas at 80% of the CPU
+    and of the memory requested)."""
 
     min_replicas: int = 2
     """Two so one replica survives a node drain (prod policy floor)."""
     max_replicas: int = 5
     cpu_utilization: int | None = 80
     """Average CPU utilisation target in percent of requests; None: no CPU metric."""
+    memory_utilization: int | None = 80
+    """Average memory utilisation target in percent of requests; None: no memory metric."""
     custom_metric: CustomMetric | None = None
     """A better signal than CPU for GPU servers (queue depth, tokens in flight)."""
 
@@ -87,8 +90,14 @@ class Autoscaling:
                 f"Autoscaling: need 1 <= min_replicas ({self.min_replicas}) <= max_replicas "
                 f"({self.max_replicas})"
             )
-        if self.cpu_utilization is None and self.custom_metric is None:
-            raise ValueError("Autoscaling: set cpu_utilization, a custom_metric, or both")
+        if (
+            self.cpu_utilization is None
+            and self.memory_utilization is None
+            and self.custom_metric is None
+        ):
+            raise ValueError(
+                "Autoscaling: set cpu_utilization, memory_utilization or a custom_metric"
+            )
 
 
 @dataclass(frozen=True)
@@ -290,20 +299,20 @@ def deployment_spec(args: InferenceServiceArgs) -> dict[str, Any]:
 
 def hpa_spec(args: InferenceServiceArgs) -> dict[str, Any]:
     scaling = args.autoscaling
-    metrics: list[dict[str, Any]] = []
-    if scaling.cpu_utilization is not None:
-        metrics.append(
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {
-                        "type": "Utilization",
-                        "averageUtilization": scaling.cpu_utilization,
-                    },
-                },
-            }
+    metrics: list[dict[str, Any]] = [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": resource,
+                "target": {"type": "Utilization", "averageUtilization": utilization},
+            },
+        }
+        for resource, utilization in (
+            ("cpu", scaling.cpu_utilization),
+            ("memory", scaling.memory_utilization),
         )
+        if utilization is not None
+    ]
     if scaling.custom_metric is not None:
         metrics.append(
             {

@@ -21,7 +21,9 @@ from components.charts import (
     KEDA,
     KUBERAY,
     KUEUE,
+    METRICS_SERVER,
     MONITORING_CHARTS,
+    PROMETHEUS_ADAPTER,
     Chart,
     ChartSource,
 )
@@ -87,6 +89,10 @@ def installed_charts(config: ChartedPlatform) -> list[Chart]:
         charts.append(KEDA)
     if config.ray.enabled:
         charts.append(KUBERAY)
+    if config.autoscaling.metrics_server.enabled:
+        charts.append(METRICS_SERVER)
+    if config.autoscaling.prometheus_adapter.enabled:
+        charts.append(PROMETHEUS_ADAPTER)
     if config.monitoring.enabled:
         charts.extend(MONITORING_CHARTS)
     return charts

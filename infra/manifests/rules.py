@@ -21,7 +21,9 @@ from components.constants import (
     KEDA_NAMESPACE,
     KUEUE_DEFAULT_LOCAL_QUEUE,
     KUEUE_NAMESPACE,
+    METRICS_SERVER_NAMESPACE,
     PROJECT,
+    PROMETHEUS_ADAPTER_NAMESPACE,
     SYSTEM_NAMESPACES,
     TEAM_ADMIN_ROLE,
     TEAM_ENV_CONFIGMAP,
@@ -123,6 +125,12 @@ def platform_namespaces(config: Any) -> dict[str, str]:
         found[KUEUE_NAMESPACE] = f"Kueue ({PROJECT}:queueing)"
     if config.autoscaling.keda.enabled:
         found[KEDA_NAMESPACE] = f"KEDA ({PROJECT}:autoscaling.keda)"
+    if config.autoscaling.metrics_server.enabled:
+        found[METRICS_SERVER_NAMESPACE] = f"metrics-server ({PROJECT}:autoscaling.metricsServer)"
+    if config.autoscaling.prometheus_adapter.enabled:
+        found[PROMETHEUS_ADAPTER_NAMESPACE] = (
+            f"prometheus-adapter ({PROJECT}:autoscaling.prometheusAdapter)"
+        )
     if config.ray.enabled:
         found[config.ray.namespace] = f"the KubeRay operator ({PROJECT}:ray)"
     if config.monitoring.enabled:

@@ -8,6 +8,7 @@ config cannot tell, so this layer (and the component again) treats them as secre
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 
@@ -26,6 +27,7 @@ from components.monitoring.spec import (
     ScrapeSpec,
 )
 from components.monitoring.stack import MonitoringStack
+from components.prometheus_adapter import adapter_peer
 
 from ..config.root import PlatformConfig
 from ..outputs import MonitoringOutputs
@@ -70,13 +72,14 @@ def monitoring_stack_args(
     chart_source: ChartSource = PUBLIC_REPOSITORIES,
     registry_mirror: str | None = None,
     team_namespaces: Mapping[str, str] | None = None,
+    prometheus_clients: Sequence[Mapping[str, Any]] = (),
 ) -> MonitoringStackArgs:
     """The component's args.
 
     Without the GPU operator there is no DCGM exporter to scrape and no namespace for its
     counters ConfigMap; without Kueue (or KEDA) no controller to scrape.
     ``dcgm_namespace_ready`` orders the ConfigMap after the GPU operator (which creates the
-    namespace).
+    namespace). ``prometheus_clients``: pods of other namespaces that query Prometheus.
     """
     prometheus = config.prometheus
     loki = config.loki
@@ -149,6 +152,7 @@ def monitoring_stack_args(
             node_cidrs=tuple(config.network.node_cidrs),
             object_storage_cidrs=tuple(config.network.object_storage_cidrs),
             team_metrics_ports=tuple(config.network.team_metrics_ports),
+            prometheus_clients=tuple(prometheus_clients),
         ),
         dcgm_counters=DcgmCountersSpec(
             create=gpu_stack_enabled, depends_on=tuple(dcgm_namespace_ready)
@@ -179,6 +183,9 @@ def monitoring_stack(
         chart_source=config.charts.chart_source,
         registry_mirror=config.images.registry_mirror,
         team_namespaces={team.name: team.namespace_name for team in config.teams},
+        prometheus_clients=[adapter_peer()]
+        if config.autoscaling.prometheus_adapter.enabled
+        else [],
     )
     return MonitoringStack(MONITORING, args, opts)
 

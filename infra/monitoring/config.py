@@ -290,7 +290,8 @@ class MonitoringNetworkConfig(ConfigModel):
     api_server_cidrs: list[Cidr] = ["0.0.0.0/0"]
     """Where the API server's endpoints are (ports 443 and 6443). Narrow this in prod."""
     node_cidrs: list[Cidr] = ["0.0.0.0/0"]
-    """Node addresses: kubelet (10250) and hostNetwork node-exporter (9100). Narrow in prod."""
+    """Node addresses: the kubelets (10250: Prometheus and metrics-server read them) and the
+    hostNetwork node-exporter (9100). Narrow in prod."""
     object_storage_cidrs: list[Cidr] = ["0.0.0.0/0"]
     """Where Loki's object storage is (port 443, or the endpoint's). Narrow in prod."""
     team_metrics_ports: list[Port] = [8000, 8080, 9090]

@@ -244,6 +244,7 @@ def inference_service_args(
             min_replicas=settings.min_replicas,
             max_replicas=settings.max_replicas,
             cpu_utilization=settings.target_cpu_utilization,
+            memory_utilization=settings.target_memory_utilization,
             custom_metric=None
             if metric is None
             else CustomMetric(metric.name, metric.average_value),

@@ -251,9 +251,14 @@ class InferenceConfig(ConfigModel):
     min_replicas: int = Field(default=2, ge=1)
     max_replicas: int = Field(default=5, ge=1)
     target_cpu_utilization: int | None = Field(default=80, ge=1, le=100)
-    """Average CPU utilisation target (percent); ``null`` with a ``customMetric`` only."""
+    """Average CPU utilisation target (percent of the requests, read from metrics-server);
+    ``null``: no CPU metric."""
+    target_memory_utilization: int | None = Field(default=80, ge=1, le=100)
+    """Average memory utilisation target (percent of the requests, read from metrics-server);
+    ``null``: no memory metric."""
     custom_metric: CustomMetricConfig | None = None
-    """Per-pod metric target; needs a custom metrics adapter serving the metric."""
+    """Per-pod metric target, served by the Prometheus adapter
+    (``ai-platform:autoscaling.prometheusAdapter``) from the platform's Prometheus."""
     max_surge: int = Field(default=1, ge=1)
     """Extra replicas during a rollout (never fewer than the current count)."""
     max_unavailable: int | None = Field(default=None, ge=1)

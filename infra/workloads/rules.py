@@ -272,6 +272,7 @@ def _inference_settings(
         min_replicas=settings.min_replicas,
         max_replicas=settings.max_replicas,
         has_metric=settings.target_cpu_utilization is not None
+        or settings.target_memory_utilization is not None
         or settings.custom_metric is not None,
         min_available=settings.min_available,
         max_unavailable=settings.max_unavailable,
@@ -294,7 +295,8 @@ def _inference_settings(
         ),
         "no-metric": (
             "targetCpuUtilization",
-            "set targetCpuUtilization or customMetric: the autoscaler needs a metric",
+            "set targetCpuUtilization, targetMemoryUtilization or customMetric: the autoscaler "
+            "needs a metric",
         ),
     }
     for conflict in conflicts:

@@ -34,6 +34,7 @@ from .kube import (
 )
 from .podspec import WORKLOAD_KINDS, PodView, pod_view, workload_replicas
 from .registry import (
+    NO_KNOBS,
     Category,
     Knobs,
     bool_value,
@@ -807,4 +808,81 @@ log_level_shipped = stack_policy(
         },
         lambda raw: LogLevelRules(frozenset(str_list(raw.get("levelVariables")))),
     ),
+)
+
+
+# --- hpa-custom-metrics-served (stack) -----------------------------------------------------------
+CUSTOM_METRIC_TYPES: Final = ("pods", "object")
+"""HPA metric types the custom metrics API answers (``type: Pods`` and ``type: Object``)."""
+PROMETHEUS_ADAPTER_CHART: Final = "prometheus-adapter"
+
+
+def _hpa_custom_metrics(props: Mapping[str, Any]) -> list[str]:
+    """The custom metric names an HPA's ``spec.metrics`` read, in order."""
+    names = []
+    for metric in as_seq(dig(props, "spec", "metrics")):
+        for kind in CUSTOM_METRIC_TYPES:
+            name = as_str(dig(metric, kind, "metric", "name"))
+            if name:
+                names.append(name)
+    return names
+
+
+def _adapter_metrics(resources: list[PolicyResource]) -> tuple[set[str], bool]:
+    """What the stack's prometheus-adapter releases serve: the names their custom rules publish
+    (``rules.custom[].name.as``), and whether one serves names no rule spells out (the chart's
+    default rules, or a rule without ``as``)."""
+    served: set[str] = set()
+    open_ended = False
+    for resource in resources:
+        if not HELM_RELEASE_TYPE.match(resource.resource_type):
+            continue
+        chart = as_str(resource.props.get("chart")) or ""
+        if PROMETHEUS_ADAPTER_CHART not in chart.split("/"):
+            continue
+        rules = as_map(dig(resource.props, "values", "rules"))
+        if rules.get("default", True) is not False:
+            open_ended = True
+        for rule in as_seq(rules.get("custom")):
+            name = as_str(dig(rule, "name", "as"))
+            if name:
+                served.add(name)
+            else:
+                open_ended = True
+    return served, open_ended
+
+
+def _check_custom_metrics(args: StackValidationArgs, report: ReportViolation, _: None) -> None:
+    served, open_ended = _adapter_metrics(args.resources)
+    if open_ended:
+        return
+    for resource in args.resources:
+        if not is_kind(resource.resource_type, HPA):
+            continue
+        for metric in _hpa_custom_metrics(resource.props):
+            if metric not in served:
+                report(
+                    f'HorizontalPodAutoscaler "{name_of(resource.props)}" in namespace '
+                    f'"{effective_namespace(resource.props)}" scales on the custom metric '
+                    f'"{metric}", which no metrics adapter of this stack serves; it could not '
+                    "read it",
+                    resource.urn,
+                )
+
+
+hpa_custom_metrics_served = stack_policy(
+    name="hpa-custom-metrics-served",
+    description=(
+        "HorizontalPodAutoscalers scale only on custom metrics an adapter of the stack serves."
+    ),
+    category=Category.WORKLOAD,
+    severity=Severity.MEDIUM,
+    remediation=(
+        "Install the Prometheus adapter with a rule for the metric (stack config: "
+        "ai-platform:autoscaling.prometheusAdapter.enabled: true serves every customMetric the "
+        "workloads name), or scale on CPU and memory. An HPA that cannot read one of its "
+        "metrics never scales down, and scales up only on the others."
+    ),
+    check=_check_custom_metrics,
+    knobs=NO_KNOBS,
 )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import gpu_operator, keda, kuberay, kueue
+from components import gpu_operator, keda, kuberay, kueue, metrics_server, prometheus_adapter
 from components.charts import (
     FLUENT_BIT,
     GPU_OPERATOR,
@@ -19,11 +19,20 @@ from components.charts import (
     KUBERAY,
     KUEUE,
     LOKI,
+    METRICS_SERVER,
+    PROMETHEUS_ADAPTER,
     Chart,
     ChartImage,
     merge_values,
 )
-from components.constants import GPU_OPERATOR_RELEASE, KEDA_RELEASE, KUBERAY_RELEASE, KUEUE_RELEASE
+from components.constants import (
+    GPU_OPERATOR_RELEASE,
+    KEDA_RELEASE,
+    KUBERAY_RELEASE,
+    KUEUE_RELEASE,
+    METRICS_SERVER_RELEASE,
+    PROMETHEUS_ADAPTER_RELEASE,
+)
 from components.monitoring import values as monitoring_values
 from components.monitoring.constants import FLUENT_BIT_RELEASE, KPS_RELEASE, LOKI_RELEASE
 from tests.harness import ROOT
@@ -37,6 +46,8 @@ RELEASES: dict[str, tuple[Chart, tuple[ChartImage, ...]]] = {
     KUEUE_RELEASE: (KUEUE, kueue.CHART_IMAGES),
     KEDA_RELEASE: (KEDA, keda.CHART_IMAGES),
     KUBERAY_RELEASE: (KUBERAY, kuberay.CHART_IMAGES),
+    METRICS_SERVER_RELEASE: (METRICS_SERVER, metrics_server.CHART_IMAGES),
+    PROMETHEUS_ADAPTER_RELEASE: (PROMETHEUS_ADAPTER, prometheus_adapter.CHART_IMAGES),
     KPS_RELEASE: (KUBE_PROMETHEUS_STACK, monitoring_values.KPS_IMAGES),
     LOKI_RELEASE: (LOKI, monitoring_values.LOKI_IMAGES),
     FLUENT_BIT_RELEASE: (FLUENT_BIT, monitoring_values.FLUENT_BIT_IMAGES),

@@ -31,6 +31,9 @@ TEMPLATE_ONLY: frozenset[str] = frozenset(
         "loki.storage.bucketNames",
         "loki.limits_config.retention_period",
         "resources.requests",
+        "resources.limits",
+        "podSecurityContext.runAsNonRoot",
+        "podSecurityContext.seccompProfile",
     }
 )
 """Keys the charts' templates read that their values.yaml does not list (checked by hand)."""

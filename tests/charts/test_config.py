@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from components.charts import KEDA, KUBERAY, KUEUE, MONITORING_CHARTS
+from components.charts import (
+    KEDA,
+    KUBERAY,
+    KUEUE,
+    METRICS_SERVER,
+    MONITORING_CHARTS,
+    PROMETHEUS_ADAPTER,
+)
 from infra.config import ConfigError, PlatformConfig, validate_platform_config
 from tests.charts.conftest import write_mirror
 from tests.harness import stack_config
@@ -64,11 +71,17 @@ def test_relative_directories_resolve_against_the_project_root(
 
 
 def test_only_the_charts_the_stack_installs_must_be_there(tmp_path: Path) -> None:
-    folder = write_mirror(tmp_path / "charts", [KUEUE, KEDA, KUBERAY])
+    folder = write_mirror(tmp_path / "charts", [KUEUE, KEDA, KUBERAY, METRICS_SERVER])
+    config = stack_config("dev")
+    config["autoscaling"]["prometheusAdapter"] = {"enabled": False}
+    for workload in config["workloads"]:
+        (workload.get("inference") or {}).pop("customMetric", None)
     _validate(
         {"source": "directory", "directory": str(folder)},
         gpuStack={"enabled": False},
         monitoring={"enabled": False},
+        autoscaling=config["autoscaling"],
+        workloads=config["workloads"],
     )
 
 
@@ -83,6 +96,11 @@ def test_every_missing_chart_is_named_with_its_version(tmp_path: Path) -> None:
         f"{folder}/keda/{KEDA.version}/Chart.yaml",
         f"Pulumi.dev.yaml: ai-platform:charts.directory: kuberay-operator {KUBERAY.version} is "
         f"missing: no {folder}/kuberay-operator/{KUBERAY.version}/Chart.yaml",
+        f"Pulumi.dev.yaml: ai-platform:charts.directory: metrics-server {METRICS_SERVER.version} "
+        f"is missing: no {folder}/metrics-server/{METRICS_SERVER.version}/Chart.yaml",
+        "Pulumi.dev.yaml: ai-platform:charts.directory: prometheus-adapter "
+        f"{PROMETHEUS_ADAPTER.version} is missing: no "
+        f"{folder}/prometheus-adapter/{PROMETHEUS_ADAPTER.version}/Chart.yaml",
     ]
 
 

@@ -133,6 +133,10 @@ def test_platform_pods_reach_dns_and_the_api_server_not_the_internet(prod: Clust
 def test_without_monitoring_nothing_may_scrape(prod_config) -> None:
     prod_config["monitoring"] = {"enabled": False, "network": prod_config["monitoring"]["network"]}
     prod_config["gpuStack"]["dcgmExporter"] = False
+    # The adapter answers from Prometheus: no monitoring, no adapter, no custom metrics.
+    prod_config["autoscaling"]["prometheusAdapter"] = {"enabled": False}
+    for workload in prod_config["workloads"]:
+        (workload.get("inference") or {}).pop("customMetric", None)
     run = run_stack(prod_config, "prod")
     names = {
         (r.metadata["namespace"], r.metadata["name"])

@@ -83,7 +83,7 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
     (
         "worker pool autoscaling without KEDA",
         "dev",
-        _set("autoscaling", {"keda": {"enabled": False}}),
+        _set("autoscaling.keda", {"enabled": False}),
         f"{WORKERS}.workerPool.autoscale: autoscaling on the queue length needs KEDA: set "
         "ai-platform:autoscaling.keda.enabled to true, or autoscale to false (a fixed "
         "minReplicas pods)",
@@ -539,9 +539,34 @@ BAD_WORKLOADS: list[tuple[str, str, Mutation, str | tuple[str, ...]]] = [
     (
         "autoscaler without a metric",
         "dev",
-        _set("workloads.3.inference.targetCpuUtilization", None),
+        _all(
+            _set("workloads.3.inference.targetCpuUtilization", None),
+            _set("workloads.3.inference.targetMemoryUtilization", None),
+        ),
         "ai-platform:workloads[embeddings].inference.targetCpuUtilization: set "
-        "targetCpuUtilization or customMetric: the autoscaler needs a metric",
+        "targetCpuUtilization, targetMemoryUtilization or customMetric: the autoscaler needs a "
+        "metric",
+    ),
+    (
+        "custom metric without an adapter",
+        "dev",
+        _set("autoscaling.prometheusAdapter", {"enabled": False}),
+        "ai-platform:workloads[llm-chat].inference.customMetric: no metrics adapter serves "
+        "'vllm_num_requests_waiting', so the HPA could not read it: set "
+        "ai-platform:autoscaling.prometheusAdapter.enabled to true (it serves every customMetric "
+        "the workloads name, from the platform's Prometheus), or drop customMetric and scale on "
+        "CPU and memory",
+    ),
+    (
+        "adapter without monitoring",
+        "dev",
+        _all(
+            _set("monitoring", {"enabled": False}),
+            _set("autoscaling.prometheusAdapter", {"enabled": True}),
+        ),
+        "ai-platform:autoscaling.prometheusAdapter.enabled: prometheus-adapter answers from the "
+        "platform's Prometheus, which ai-platform:monitoring.enabled false does not install: "
+        "enable monitoring, or turn the adapter off",
     ),
     (
         "queued CPU-only service",

@@ -214,7 +214,10 @@ def test_a_nested_override_changes_only_its_leaf_and_keda_only_where_installed(t
     written = yaml.safe_load(stack.stack_file.read_text(encoding="utf-8"))["config"]
     original = yaml.safe_load((root / "Pulumi.prod.yaml").read_text(encoding="utf-8"))["config"]
     keda = dict(original["ai-platform:autoscaling"]["keda"], webhookFailurePolicy="Ignore")
-    assert written["ai-platform:autoscaling"] == {"keda": keda}
+    assert written["ai-platform:autoscaling"] == {
+        **original["ai-platform:autoscaling"],
+        "keda": keda,
+    }
     changed = [c.key for c in stack.changes if not c.secret]
     assert changed == [
         "ai-platform:cluster.kubeconfig",

@@ -123,8 +123,12 @@ def test_the_service_monitor_needs_monitoring() -> None:
     assert _errors(
         ray={"enabled": True, "serviceMonitor": True}, monitoring={"enabled": False}
     ) == [
+        # The stack's Prometheus adapter needs monitoring too.
+        "ai-platform:autoscaling.prometheusAdapter.enabled: prometheus-adapter answers from the "
+        "platform's Prometheus, which ai-platform:monitoring.enabled false does not install: "
+        "enable monitoring, or turn the adapter off",
         "ai-platform:ray.serviceMonitor: needs the Prometheus operator's CRDs: turn monitoring "
-        "on or serviceMonitor off"
+        "on or serviceMonitor off",
     ]
 
 

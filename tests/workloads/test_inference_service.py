@@ -267,14 +267,16 @@ def test_autoscaler_seed_defaults(gpu_service):
     assert only(gpu_service, "HorizontalPodAutoscaler").inputs["apiVersion"] == "autoscaling/v2"
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"}
     assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 5)
+    # The seed scales on both, 80 % of the requests each (metrics-server serves them).
     assert spec["metrics"] == [
         {
             "type": "Resource",
             "resource": {
-                "name": "cpu",
+                "name": resource,
                 "target": {"type": "Utilization", "averageUtilization": 80},
             },
         }
+        for resource in ("cpu", "memory")
     ]
 
 
@@ -283,6 +285,7 @@ def test_autoscaler_custom_metric():
         min_replicas=2,
         max_replicas=8,
         cpu_utilization=None,
+        memory_utilization=None,
         custom_metric=CustomMetric("vllm_num_requests_waiting", "5"),
     )
     spec = only(rendered(service_args(autoscaling=scaling)), "HorizontalPodAutoscaler").inputs[
@@ -398,7 +401,9 @@ def test_bad_autoscaling_and_dependency_names():
     with pytest.raises(ValueError, match="min_replicas"):
         Autoscaling(min_replicas=6, max_replicas=5)
     with pytest.raises(ValueError, match="a custom_metric"):
-        Autoscaling(cpu_utilization=None)
+        Autoscaling(cpu_utilization=None, memory_utilization=None)
+    # Memory alone is a metric.
+    Autoscaling(cpu_utilization=None)
     with pytest.raises(ValueError, match="at most 11 characters"):
         StatefulDependency("model-cache-x", REDIS.image, 1, "fast", "1Gi")
     with pytest.raises(ValueError, match="whole internet"):

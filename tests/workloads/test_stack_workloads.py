@@ -213,7 +213,7 @@ def test_config_settings_reach_the_manifests(prod_run):
     assert volumes["dshm"]["emptyDir"]["sizeLimit"] == "2Gi"
     hpa = prod_run.find("HorizontalPodAutoscaler", "llm-chat", "search-serving").inputs["spec"]
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 8)
-    assert [m["type"] for m in hpa["metrics"]] == ["Resource", "Pods"]
+    assert [m["type"] for m in hpa["metrics"]] == ["Resource", "Resource", "Pods"]  # cpu, memory
     job = prod_run.find("Job", "llama-finetune", "research").inputs["spec"]
     assert job["activeDeadlineSeconds"] == 432000
     assert job["podFailurePolicy"]["rules"][-1]["onExitCodes"]["values"] == [78]
