@@ -41,6 +41,8 @@ TENANT_NODE_POOLS_ANNOTATION: Final = f"{LABEL_PREFIX}/node-pools"
 TENANT_REACHABLE_FROM_ANNOTATION: Final = f"{LABEL_PREFIX}/reachable-from"
 """On a team Namespace: the namespaces of the teams whose pods may connect to its pods,
 comma-separated (``teams[].reachableFrom``); absent: none."""
+REDIS_CLIENT_LABEL: Final = f"{LABEL_PREFIX}/redis-client"
+"""``"true"`` on the pods the team Redis NetworkPolicy admits (its clients)."""
 
 # --- Kubernetes recommended labels ----------------------------------------------------------------
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"
@@ -180,6 +182,8 @@ PATCH_FIELD_MANAGER_ANNOTATION: Final = "pulumi.com/patchFieldManager"
 ARCH_LABEL: Final = "kubernetes.io/arch"
 OS_LABEL: Final = "kubernetes.io/os"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+"""The kubelet sets it on every node to the node's name: one topology domain per node."""
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 KARPENTER_API_VERSION: Final = "karpenter.sh/v1"
 KARPENTER_AWS_GROUP: Final = "karpenter.k8s.aws"
@@ -278,8 +282,6 @@ PROMETHEUS_ADAPTER_RELEASE: Final = "prometheus-adapter"
 """Also the chart's fullname: its Deployment, Service and pod label ``app.kubernetes.io/name``."""
 PROMETHEUS_ADAPTER_PORT: Final = 6443
 """The adapter's secure port (the chart's ``listenPort``); its Service is 443."""
-CHART_NAME_LABEL: Final = "app.kubernetes.io/name"
-"""The selector label both metrics charts set on their pods to the chart's name."""
 
 # --- KubeRay: the operator and the Ray clusters of the teams ------------------------------------
 KUBERAY_CHART: Final = "kuberay-operator"

@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 
 from .charts import METRICS_SERVER, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
-    CHART_NAME_LABEL,
+    APP_NAME_LABEL,
     METRICS_SERVER_CHART,
     METRICS_SERVER_NAMESPACE,
     METRICS_SERVER_PORT,
@@ -40,7 +40,7 @@ from .network_policies import (
 from .network_rules import cidr_peers, ports
 from .platform_chart import ChartInstall, PlatformChartArgs
 
-POD_LABELS: Final = {CHART_NAME_LABEL: METRICS_SERVER_CHART}
+POD_LABELS: Final = {APP_NAME_LABEL: METRICS_SERVER_CHART}
 """What the chart puts on metrics-server's pods: the NetworkPolicies select them."""
 
 CHART_IMAGES: tuple[ChartImage, ...] = (

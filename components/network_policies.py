@@ -167,6 +167,12 @@ def keda_pod(component: str) -> dict[str, Any]:
     return pod_selector({KEDA_POD_LABEL: component})
 
 
+def keda_operator_peer(namespace: str) -> dict[str, Any]:
+    """KEDA's operator pods in ``namespace``, as a peer of another namespace's policy (the
+    team Redis admits it: the operator reads the worker pools' queue lengths)."""
+    return pods_peer({KEDA_POD_LABEL: KEDA_OPERATOR}, namespace)
+
+
 def keda_policies(namespace: str, network: SystemNetwork) -> list[PolicySpec]:
     """KEDA: the API server calls the metrics API server (the HPAs' external metrics) and the
     admission webhooks; the metrics API server asks the operator for scaler values; the operator

@@ -30,7 +30,7 @@ import pulumi_kubernetes as k8s
 
 from .charts import PROMETHEUS_ADAPTER, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
-    CHART_NAME_LABEL,
+    APP_NAME_LABEL,
     PROMETHEUS_ADAPTER_CHART,
     PROMETHEUS_ADAPTER_NAMESPACE,
     PROMETHEUS_ADAPTER_PORT,
@@ -47,7 +47,7 @@ from .network_policies import (
 from .network_rules import pods_peer, ports
 from .platform_chart import ChartInstall, PlatformChartArgs
 
-POD_LABELS: Final = {CHART_NAME_LABEL: PROMETHEUS_ADAPTER_CHART}
+POD_LABELS: Final = {APP_NAME_LABEL: PROMETHEUS_ADAPTER_CHART}
 """What the chart puts on the adapter's pods: the NetworkPolicies select them."""
 
 CHART_IMAGES: tuple[ChartImage, ...] = (

@@ -1,8 +1,9 @@
 """A team's Redis: the job-status bus and the Celery broker of one team namespace.
 
 What every workload that talks to it needs is written here once: the Service and Secret names,
-the keys of the Secret, the label that lets a pod through the Redis NetworkPolicy and the
-environment a client gets. Workloads read the connection from the Secret, never from config.
+the keys of the Secret, the labels that let a pod through the Redis NetworkPolicy (the key is
+``constants.REDIS_CLIENT_LABEL``) and the environment a client gets. Workloads read the
+connection from the Secret, never from config.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, LABEL_PREFIX
-from .network_rules import pods_peer, tcp
+from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, REDIS_CLIENT_LABEL
+from .network_rules import pods_peer, ports
 
 REDIS_SERVICE: Final = "team-redis"
 """The team Redis Service (and StatefulSet) in the team namespace."""
@@ -25,8 +26,6 @@ REDIS_SECRET: Final = "team-redis-auth"
 REDIS_PASSWORD_KEY: Final = "password"
 REDIS_URL_KEY: Final = "url"
 """``redis://:<password>@team-redis.<namespace>.svc.cluster.local:6379/0``."""
-REDIS_CLIENT_LABEL: Final = f"{LABEL_PREFIX}/redis-client"
-"""``"true"`` on the pods the team Redis NetworkPolicy admits."""
 DEFAULT_STATUS_CHANNEL: Final = "training_status"
 """Pub/sub channel job status goes to unless a workload names another."""
 REDIS_URL_ENV: Final = "REDIS_URL"
@@ -59,7 +58,7 @@ def redis_server_selector() -> dict[str, str]:
 def redis_egress_rule() -> dict[str, Any]:
     """The NetworkPolicy egress rule a client pod needs: the team Redis pod of its own
     namespace, on the Redis port only."""
-    return {"to": [pods_peer(redis_server_selector())], "ports": [tcp(REDIS_PORT)]}
+    return {"to": [pods_peer(redis_server_selector())], "ports": ports([REDIS_PORT])}
 
 
 def secret_env(name: str, key: str, secret: str = REDIS_SECRET) -> dict[str, Any]:

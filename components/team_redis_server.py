@@ -39,7 +39,8 @@ from .constants import (
     VOLUME_PURPOSE_LABEL,
 )
 from .images import REDIS_EXPORTER_IMAGE, REDIS_IMAGE
-from .network_rules import namespaces_peer, pods_peer, tcp
+from .network_policies import keda_operator_peer
+from .network_rules import namespaces_peer, pod_selector, pods_peer, ports
 from .team_redis import (
     REDIS_COMPONENT,
     REDIS_METRICS_PORT,
@@ -117,6 +118,9 @@ class TeamRedisArgs:
     """Create a ServiceMonitor for the exporter (needs the Prometheus operator's CRDs)."""
     monitoring_namespace: str = MONITORING_NAMESPACE
     """Namespace whose pods may scrape the exporter."""
+    keda_namespace: str | None = None
+    """Where KEDA's operator runs, which reads the length of the team's Celery queues (the
+    worker pools' ScaledObjects); None: no KEDA, nothing outside the team reads the lists."""
     scrape_interval: str = "30s"
     service_account: str = TEAM_WORKLOAD_SERVICE_ACCOUNT
     cluster_domain: str = CLUSTER_DOMAIN
@@ -271,17 +275,20 @@ def statefulset_spec(args: TeamRedisArgs) -> dict[str, Any]:
 
 
 def network_policy_spec(args: TeamRedisArgs) -> dict[str, Any]:
-    """Redis from the team's own client pods only, the exporter from monitoring only; no
-    egress of its own (the exporter reaches the server over the pod's loopback; the team
-    namespace's DNS policy still applies)."""
+    """Redis from the team's own client pods (and KEDA's operator, which reads the queue
+    lengths) only, the exporter from monitoring only; no egress of its own (the exporter reaches
+    the server over the pod's loopback; the team namespace's DNS policy still applies)."""
+    readers = [pods_peer(redis_client_labels())]
+    if args.keda_namespace is not None:
+        readers.append(keda_operator_peer(args.keda_namespace))
     return {
-        **pods_peer(redis_server_selector()),
+        "podSelector": pod_selector(redis_server_selector()),
         "policyTypes": ["Ingress", "Egress"],
         "ingress": [
-            {"from": [pods_peer(redis_client_labels())], "ports": [tcp(REDIS_PORT)]},
+            {"from": readers, "ports": ports([REDIS_PORT])},
             {
                 "from": [namespaces_peer([args.monitoring_namespace])],
-                "ports": [tcp(REDIS_METRICS_PORT)],
+                "ports": ports([REDIS_METRICS_PORT]),
             },
         ],
         # Egress in policyTypes with no rule: none (an empty list the provider would drop).

@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..constants import (
+    HOSTNAME_LABEL,
     METRICS_PORT_NAME,
     MONITORING_NAMESPACE,
     WORKLOAD_TYPE_INFERENCE,
@@ -51,7 +52,6 @@ from .common import (
 SERVER_CONTAINER: Final = "server"
 SERVER_COMPONENT: Final = "server"
 HTTP_PORT_NAME: Final = "http"
-HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 MAX_DEPENDENCY_NAME_LENGTH: Final = 11
 """``<service>-<dependency>`` names a StatefulSet, whose pods' revision-hash label value
 (``<name>-<10 chars>``) must fit 63 characters: 40 + 1 + 11 = 52."""

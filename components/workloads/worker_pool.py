@@ -33,15 +33,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..constants import KEDA_API_VERSION, WORKLOAD_TYPE_WORKER
-from ..network_rules import dns_egress
+from ..network_rules import dns_egress, pod_selector
 from ..team_redis import (
+    REDIS_CLIENT_ENV,
     REDIS_PASSWORD_KEY,
     REDIS_PORT,
     REDIS_SECRET,
     REDIS_SERVICE,
     REDIS_URL_KEY,
-    redis_client_labels,
-    redis_egress_rule,
+    RedisClient,
     secret_env,
 )
 from . import workload_pod as pod
@@ -63,8 +63,8 @@ QUEUE_TRIGGER_PREFIX: Final = "celery-"
 name (``scaler``), which the Celery backlog alert reads the queue from."""
 MAX_SURGE: Final = 1
 """Pods a rollout starts before it stops an old one (``maxUnavailable`` is 0)."""
-RESERVED_ENV: Final = pod.POD_RESERVED_ENV | {BROKER_ENV}
-"""Set by the component; user env may not."""
+RESERVED_ENV: Final = pod.POD_RESERVED_ENV | {BROKER_ENV} | REDIS_CLIENT_ENV
+"""Set by the component (a worker is always a team Redis client); user env may not."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,9 @@ class WorkerPoolArgs(pod.WorkloadPodArgs):
     liveness_failures: int = 5
     """Liveness periods (twice the probe period) without a reply before the kubelet restarts
     the worker: a broker outage of a few minutes must not restart every worker at once."""
+    redis: RedisClient | None = field(default_factory=RedisClient)
+    """The team Redis, the pool's broker: required (the base's client label, egress and
+    environment make the workers its clients)."""
     redis_secret: str = REDIS_SECRET
     redis_service: str = REDIS_SERVICE
     tmp_size: str = "1Gi"
@@ -129,6 +132,8 @@ class WorkerPoolArgs(pod.WorkloadPodArgs):
         who = self.who
         if not self.app:
             raise ValueError(f"{who}: app (celery -A) is required")
+        if self.redis is None:
+            raise ValueError(f"{who}: the team Redis is the broker: redis is required")
         if self.command:
             raise ValueError(f"{who}: command is 'celery worker'; pass worker options as args")
         if self.concurrency < 1:
@@ -143,7 +148,7 @@ class WorkerPoolArgs(pod.WorkloadPodArgs):
             raise ValueError(f"{who}: probe timeout and period must be >= 1 s")
 
     def reserved_env(self) -> frozenset[str]:
-        return pod.POD_RESERVED_ENV | {BROKER_ENV}
+        return RESERVED_ENV
 
     @property
     def consumed_queues(self) -> tuple[str, ...]:
@@ -202,10 +207,9 @@ def worker_env(args: WorkerPoolArgs) -> list[dict[str, Any]]:
 
 
 def pod_labels(args: WorkerPoolArgs) -> dict[str, str]:
-    return {
-        **workload_labels(args.team, args.name, WORKER_COMPONENT, WORKLOAD_TYPE_WORKER),
-        **redis_client_labels(),
-    }
+    return pod.pod_labels(
+        args, workload_labels(args.team, args.name, WORKER_COMPONENT, WORKLOAD_TYPE_WORKER)
+    )
 
 
 def deployment_spec(args: WorkerPoolArgs) -> dict[str, Any]:
@@ -242,10 +246,10 @@ def network_policy_spec(args: WorkerPoolArgs) -> dict[str, Any]:
     """No ingress: a worker takes its work from the broker. Egress: DNS, the team Redis, and
     the workload's external ranges (object storage)."""
     return {
-        "podSelector": {"matchLabels": selector_labels(args.name, WORKER_COMPONENT)},
+        "podSelector": pod_selector(selector_labels(args.name, WORKER_COMPONENT)),
         # Ingress isolated, no rule: nothing may connect (an empty list the provider drops).
         "policyTypes": ["Ingress", "Egress"],
-        "egress": [dns_egress(), redis_egress_rule(), *cidr_egress_rules(args.egress)],
+        "egress": [dns_egress(), *pod.redis_egress(args), *cidr_egress_rules(args.egress)],
     }
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pulumi
 
+from components.constants import KEDA_NAMESPACE
 from components.images import REDIS_EXPORTER_IMAGE, REDIS_IMAGE, mirrored
 from components.predicates import global_default
 from components.team_redis_server import TeamRedis, TeamRedisArgs
@@ -41,6 +42,7 @@ def team_redis_args(
         protect=config.cluster.protects_data,
         service_monitor=config.monitoring.enabled,
         monitoring_namespace=config.monitoring.namespace,
+        keda_namespace=KEDA_NAMESPACE if config.autoscaling.keda.enabled else None,
         depends_on=tuple(after),
         claim_namespace=claim_namespace,
     )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.constants import (
-    CHART_NAME_LABEL,
+    APP_NAME_LABEL,
     METRICS_SERVER_NAMESPACE,
     METRICS_SERVER_PORT,
     METRICS_SERVER_RELEASE,
@@ -187,13 +187,13 @@ def test_a_memory_target_can_be_dropped(dev_config) -> None:
 METRICS_SERVER_POD = Endpoint(
     name="metrics-server",
     namespace=METRICS_SERVER_NAMESPACE,
-    labels={CHART_NAME_LABEL: "metrics-server"},
+    labels={APP_NAME_LABEL: "metrics-server"},
     ports=(ContainerPort(METRICS_SERVER_PORT),),
 )
 ADAPTER_POD = Endpoint(
     name="prometheus-adapter",
     namespace=PROMETHEUS_ADAPTER_NAMESPACE,
-    labels={CHART_NAME_LABEL: "prometheus-adapter"},
+    labels={APP_NAME_LABEL: "prometheus-adapter"},
     ports=(ContainerPort(PROMETHEUS_ADAPTER_PORT),),
 )
 PROMETHEUS = Endpoint(

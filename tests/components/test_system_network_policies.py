@@ -20,6 +20,7 @@ from components.constants import (
     KEDA_WEBHOOKS,
     KUEUE_NAMESPACE,
     MONITORING_NAMESPACE,
+    REDIS_CLIENT_LABEL,
 )
 from components.monitoring.constants import (
     COMPONENT_PROMETHEUS,
@@ -171,11 +172,14 @@ def test_the_api_server_reaches_kedas_metrics_api_and_webhooks_and_nothing_else(
 
 def test_kedas_metrics_api_asks_the_operator_which_reads_the_team_redis(prod: Cluster) -> None:
     assert prod.can_connect(KEDA_METRICS_POD, KEDA_OPERATOR_POD, KEDA_METRICS_SERVICE_PORT).allowed
-    # The egress side is KEDA's; the team Redis's own policy decides what it admits.
-    assert prod.can_connect(KEDA_OPERATOR_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
+    # Both sides: KEDA's egress, and the team Redis' policy admits the operator (it reads the
+    # worker pools' queue lengths), on the Redis port only.
+    assert prod.can_connect(KEDA_OPERATOR_POD, TEAM_REDIS, REDIS_PORT).allowed
     assert not prod.can_connect(KEDA_OPERATOR_POD, INTRUDER, REDIS_PORT).egress.allowed
     assert not prod.can_connect(KEDA_WEBHOOKS_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
     assert not prod.can_connect(KEDA_METRICS_POD, TEAM_REDIS, REDIS_PORT).egress.allowed
+    # The team Redis admits KEDA's operator, not its other pods.
+    assert not prod.can_connect(KEDA_WEBHOOKS_POD, TEAM_REDIS, REDIS_PORT).ingress.allowed
     for pod in (KEDA_OPERATOR_POD, KEDA_METRICS_POD, KEDA_WEBHOOKS_POD):
         assert prod.can_connect(pod, prod.endpoint(API_SERVER), 443).allowed, pod.name
         assert not prod.can_connect(pod, prod.endpoint("8.8.8.8"), 443).allowed, pod.name
@@ -184,3 +188,12 @@ def test_kedas_metrics_api_asks_the_operator_which_reads_the_team_redis(prod: Cl
 def test_prometheus_scrapes_the_keda_operator(prod: Cluster) -> None:
     assert prod.can_connect(PROMETHEUS, KEDA_OPERATOR_POD, KEDA_OPERATOR_METRICS_PORT).allowed
     assert not prod.can_connect(INTRUDER, KEDA_OPERATOR_POD, KEDA_OPERATOR_METRICS_PORT).allowed
+
+
+def test_the_team_redis_admits_no_keda_operator_without_keda(prod_config) -> None:
+    prod_config["autoscaling"]["keda"] = {"enabled": False}
+    run = run_stack(prod_config, "prod")
+    spec = run.find("NetworkPolicy", f"{REDIS_SERVICE}-network", "research").inputs["spec"]
+    assert spec["ingress"][0]["from"] == [
+        {"podSelector": {"matchLabels": {REDIS_CLIENT_LABEL: "true"}}}
+    ]

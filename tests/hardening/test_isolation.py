@@ -32,6 +32,7 @@ from components.constants import (
     APP_NAME_LABEL,
     METRICS_PORT_NAME,
     MONITORING_NAMESPACE,
+    REDIS_CLIENT_LABEL,
     TEAM_LABEL,
     WORKLOAD_TYPE_INFERENCE,
     WORKLOAD_TYPE_LABEL,
@@ -41,7 +42,7 @@ from components.monitoring.constants import (
     COMPONENT_PROMETHEUS,
     MONITORING_COMPONENT_LABEL,
 )
-from components.team_redis import REDIS_CLIENT_LABEL, REDIS_PORT, REDIS_SERVICE
+from components.team_redis import REDIS_PORT, REDIS_SERVICE
 from tests.harness import stack_config
 from tools.mockrun import MockRun
 from tools.netpol import Cluster, ContainerPort, Endpoint, Matrix, kube_dns, reachability_matrix

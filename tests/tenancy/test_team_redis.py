@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from pulumi.runtime.mocks import MockResourceArgs
 
-from components.constants import METRICS_PORT_NAME, NAMESPACE_NAME_LABEL
+from components.constants import METRICS_PORT_NAME, NAMESPACE_NAME_LABEL, REDIS_CLIENT_LABEL
 from components.team_redis import (
-    REDIS_CLIENT_LABEL,
     REDIS_METRICS_PORT,
     REDIS_PASSWORD_KEY,
     REDIS_PORT,

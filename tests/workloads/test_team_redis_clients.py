@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from components.constants import REDIS_CLIENT_LABEL
 from components.team_redis import (
-    REDIS_CLIENT_LABEL,
     REDIS_SECRET,
     REDIS_URL_KEY,
     RedisClient,

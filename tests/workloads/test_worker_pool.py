@@ -12,12 +12,12 @@ from components.constants import (
     KEDA_API_VERSION,
     KUEUE_QUEUE_LABEL,
     NODE_POOL_LABEL,
+    REDIS_CLIENT_LABEL,
     TEAM_LABEL,
     WORKLOAD_TYPE_LABEL,
     WORKLOAD_TYPE_WORKER,
 )
 from components.team_redis import (
-    REDIS_CLIENT_LABEL,
     REDIS_PASSWORD_KEY,
     REDIS_PORT,
     REDIS_SECRET,
@@ -219,6 +219,11 @@ def test_gpu_workers_take_the_pools_contract_and_queue() -> None:
 def test_bad_args_are_refused(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         pool_args(**overrides)
+
+
+def test_a_worker_pool_needs_the_team_redis() -> None:
+    with pytest.raises(ValueError, match="the team Redis is the broker"):
+        pool_args(redis=None)
 
 
 def test_reserved_env_covers_what_the_component_sets() -> None:

@@ -33,6 +33,7 @@ from components.constants import (
     ARCH_LABEL,
     GPU_PRESENT_LABEL,
     GPU_PRODUCT_LABEL,
+    HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     KARPENTER_AWS_GROUP,
     KARPENTER_GPU_COUNT_LABEL,
@@ -55,7 +56,6 @@ KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
 KWOK_NODE_VALUE: Final = "fake"
 POOL_ANNOTATION: Final = "e2e.aiplatform.io/pool"
 """Which pool a fake node stands for (an annotation: labels are what the platform owns)."""
-HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 BETA_ARCH_LABEL: Final = "beta.kubernetes.io/arch"
 BETA_OS_LABEL: Final = "beta.kubernetes.io/os"
 REGION_LABEL: Final = "topology.kubernetes.io/region"

@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from components.constants import HOSTNAME_LABEL, ZONE_LABEL
+
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 MANAGED_LABEL = "e2e.aiplatform.io/provisioned"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-ZONE_LABEL = "topology.kubernetes.io/zone"
 NODE_LOCAL_PROVISIONERS = frozenset({"rancher.io/local-path", "openebs.io/local"})
 """Provisioners whose volumes live on one node's disk: their PVs are pinned to that node. Other
 CSI drivers report the zone as the volume's topology (EBS), or nothing (NFS, EFS)."""
