@@ -108,7 +108,7 @@ def test_generated_schema_has_descriptions_where_pydantic_put_them() -> None:
 
 
 def test_the_plain_generator_has_no_field_descriptions() -> None:
-    """The models no longer pay for docstrings at import: only the generator adds them."""
+    """The models do not pay for docstrings at import: only the generator adds them."""
     plain = Documented.model_json_schema(by_alias=True)["properties"]
     assert [key for key, value in plain.items() if "description" in value] == ["explicit"]
 

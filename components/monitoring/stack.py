@@ -1,4 +1,4 @@
-"""MonitoringStack: metrics, alerts, dashboards and logs for the whole platform (issue 6).
+"""MonitoringStack: metrics, alerts, dashboards and logs for the whole platform.
 
 What it installs, each from a chart pinned in ``constants.py``:
 
