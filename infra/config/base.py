@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -14,6 +16,9 @@ _DNS1123_SUBDOMAIN = re.compile(
 )
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+Check = Callable[[str], str]
+"""A field validator: the value as it is, or ``ValueError`` saying what it must be."""
 
 
 class ConfigModel(BaseModel):
@@ -31,22 +36,44 @@ class ConfigModel(BaseModel):
     )
 
 
-def _dns1123_label(value: str) -> str:
-    if len(value) > 63 or not _DNS1123_LABEL.match(value):
-        raise ValueError(
-            "must be a DNS-1123 label (lower-case letters, digits and '-', starting and ending "
-            f"with a letter or digit, at most 63 characters), got {value!r}"
-        )
-    return value
+def matching(pattern: re.Pattern[str], must_be: str, max_length: int | None = None) -> Check:
+    """A validator: ``value`` matches ``pattern`` (in at most ``max_length`` characters), else
+    the error says it ``must be`` so, and what it got."""
+
+    def check(value: str) -> str:
+        if (max_length is not None and len(value) > max_length) or not pattern.match(value):
+            raise ValueError(f"must be {must_be}, got {value!r}")
+        return value
+
+    return check
 
 
-def _dns1123_subdomain(value: str) -> str:
-    if len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
-        raise ValueError(
-            "must be a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most "
-            f"253 characters), got {value!r}"
-        )
-    return value
+def cidr(example: str, detail: bool = False) -> Check:
+    """A validator: ``value`` is an IP network in CIDR notation (host bits clear), else the error
+    shows ``example`` (and, with ``detail``, why the address module refused it)."""
+
+    def check(value: str) -> str:
+        try:
+            ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            why = f" ({exc})" if detail else ""
+            raise ValueError(f"must be a CIDR such as {example!r}, got {value!r}{why}") from None
+        return value
+
+    return check
+
+
+_dns1123_label = matching(
+    _DNS1123_LABEL,
+    "a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or "
+    "digit, at most 63 characters)",
+    63,
+)
+_dns1123_subdomain = matching(
+    _DNS1123_SUBDOMAIN,
+    "a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)",
+    253,
+)
 
 
 def validate_label_key(key: str) -> str:

@@ -15,7 +15,6 @@ receiver names are unique and complete) are in ``rules.py``, the mapping to
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from decimal import Decimal
 from typing import Annotated, Literal
@@ -24,7 +23,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 
 from components.constants import LOGGING_NAMESPACE, MONITORING_NAMESPACE
 
-from ..config.base import ConfigModel, DnsLabel, DnsSubdomain
+from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, cidr
 from ..config.quantity import Quantity
 
 Severity = Literal["critical", "warning", "info"]
@@ -82,14 +81,6 @@ def parse_byte_size(text: str) -> Decimal:
     return Decimal(match["number"]) * factor
 
 
-def _cidr(value: str) -> str:
-    try:
-        ipaddress.ip_network(value, strict=True)
-    except ValueError as exc:
-        raise ValueError(f"must be a CIDR such as '10.0.0.0/16', got {value!r} ({exc})") from None
-    return value
-
-
 SecretValue = Annotated[
     str,
     WithJsonSchema(
@@ -105,7 +96,7 @@ SecretValue = Annotated[
 """A credential. The program sees the decrypted string; the stack file (and so its JSON Schema,
 which CI checks the checked-in stack files against) only ever holds the ``secure:`` form."""
 
-Cidr = Annotated[str, AfterValidator(_cidr)]
+Cidr = Annotated[str, AfterValidator(cidr("10.0.0.0/16", detail=True))]
 Port = Annotated[int, Field(ge=1, le=65535)]
 
 

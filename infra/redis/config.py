@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 
 from components.team_redis import DEFAULT_STATUS_CHANNEL
 
-from ..config.base import ConfigModel
+from ..config.base import ConfigModel, matching
 from ..config.quantity import Quantity, parse_quantity
 
 EvictionPolicy = Literal[
@@ -30,13 +30,11 @@ _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 CHANNEL_PATTERN = _CHANNEL.pattern
 
 
-def _channel(value: str) -> str:
-    if not _CHANNEL.match(value):
-        raise ValueError(
-            "must be a channel name of letters, digits, '_', '.', ':' and '-' (starting with a "
-            f"letter or digit, at most 128 characters), got {value!r}"
-        )
-    return value
+_channel = matching(
+    _CHANNEL,
+    "a channel name of letters, digits, '_', '.', ':' and '-' (starting with a letter or digit, "
+    "at most 128 characters)",
+)
 
 
 StatusChannel = Annotated[

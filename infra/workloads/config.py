@@ -10,7 +10,6 @@ exist; requests fit the team's quota and queue) are in ``rules.py``, what a work
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
@@ -21,7 +20,7 @@ from components.predicates import is_dns1035_label
 from components.workloads.inference_service import MAX_DEPENDENCY_NAME_LENGTH
 from components.workloads.workload_pod import MAX_NAME_LENGTH
 
-from ..config.base import ConfigModel, DnsLabel
+from ..config.base import ConfigModel, DnsLabel, cidr, matching
 from ..config.quantity import Quantity
 from ..redis.config import StatusChannel
 from ..tenancy.config import AccessMode, EnvMap
@@ -49,14 +48,6 @@ def _dns1035(max_length: int, why: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def _cidr(value: str) -> str:
-    try:
-        ipaddress.ip_network(value, strict=True)
-    except ValueError:
-        raise ValueError(f"must be a CIDR such as '52.216.0.0/15', got {value!r}") from None
-    return value
-
-
 def _image(value: str) -> str:
     if not value or any(c.isspace() for c in value):
         raise ValueError(f"must be an image reference such as 'nvcr.io/x/y:1.2', got {value!r}")
@@ -79,29 +70,24 @@ _CELERY_APP = re.compile(
 _CELERY_QUEUE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
 
-def _celery_app(value: str) -> str:
-    if len(value) > 200 or not _CELERY_APP.match(value):
-        raise ValueError(
-            "must be a Python module path as 'celery -A' takes it, optionally with ':attribute' "
-            f"('pipelines.celery_app', 'pipelines.app:celery'), got {value!r}"
-        )
-    return value
-
-
-def _celery_queue(value: str) -> str:
-    if not _CELERY_QUEUE.match(value):
-        raise ValueError(
-            "must be a Celery queue name: letters, digits, '_', '.', ':' and '-' (no commas: -Q "
-            f"takes a comma-separated list), got {value!r}"
-        )
-    return value
+_celery_app = matching(
+    _CELERY_APP,
+    "a Python module path as 'celery -A' takes it, optionally with ':attribute' "
+    "('pipelines.celery_app', 'pipelines.app:celery')",
+    200,
+)
+_celery_queue = matching(
+    _CELERY_QUEUE,
+    "a Celery queue name: letters, digits, '_', '.', ':' and '-' (no commas: -Q takes a "
+    "comma-separated list)",
+)
 
 
 CeleryApp = Annotated[str, AfterValidator(_celery_app)]
 """What ``celery -A`` takes: a module path, optionally ``:attribute`` (``pipelines.app:celery``)."""
 CeleryQueue = Annotated[str, AfterValidator(_celery_queue)]
 """A Celery queue name, which is also the Redis list holding its tasks."""
-Cidr = Annotated[str, AfterValidator(_cidr)]
+Cidr = Annotated[str, AfterValidator(cidr("52.216.0.0/15"))]
 Image = Annotated[str, AfterValidator(_image)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 ExitCode = Annotated[int, Field(ge=1, le=255)]
