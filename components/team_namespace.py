@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -115,6 +115,96 @@ class TeamNamespaceArgs:
     a ResourceQuota for the priority classes); None: no guardrails (the library default)."""
 
 
+def namespace_metadata(args: TeamNamespaceArgs) -> dict[str, Any]:
+    """The team's namespace: its labels (restricted Pod Security, enforced, audited and warned)
+    and, with guardrails, the annotations the admission policies read."""
+    return {
+        "name": args.namespace,
+        "labels": {
+            **team_labels(args.team),
+            **dict(args.labels),
+            TEAM_PURPOSE_LABEL: args.purpose,
+            PSA_ENFORCE_LABEL: PSA_RESTRICTED,
+            PSA_ENFORCE_VERSION_LABEL: "latest",
+            PSA_AUDIT_LABEL: PSA_RESTRICTED,
+            PSA_WARN_LABEL: PSA_RESTRICTED,
+        },
+        **({"annotations": args.limits.annotations()} if args.limits else {}),
+    }
+
+
+def quota_spec(args: TeamNamespaceArgs) -> dict[str, Any]:
+    """The team's ResourceQuota: requests, memory limits, GPUs and MIG slices, storage, counts."""
+    quota = args.quota
+    return {
+        "hard": {
+            "requests.cpu": quota.cpu,
+            "requests.memory": quota.memory,
+            "limits.memory": quota.memory,
+            GPU_QUOTA_KEY: str(quota.gpus),
+            "requests.storage": quota.storage,
+            "persistentvolumeclaims": str(quota.persistent_volume_claims),
+            "pods": str(quota.pods),
+            **{
+                f"requests.{MIG_RESOURCE_PREFIX}{profile}": str(count)
+                for profile, count in quota.mig_slices.items()
+            },
+        }
+    }
+
+
+def limit_range_spec(args: TeamNamespaceArgs) -> dict[str, Any]:
+    """Container requests and limits for pods that set none."""
+    return {
+        "limits": [
+            {
+                "type": "Container",
+                "defaultRequest": dict(args.default_requests),
+                "default": dict(args.default_limits),
+            }
+        ]
+    }
+
+
+def role_rules(read_only: bool) -> list[dict[str, Any]]:
+    """A team role's rules: everything a team admin may manage, or the viewer's reading of it
+    (quota usage and policies too, never secrets)."""
+    verbs = _READ_ONLY if read_only else _ALL_VERBS
+    rules = [
+        {
+            "apiGroups": list(api_groups),
+            "resources": [r for r in resources if not read_only or r != "secrets"],
+            "verbs": list(verbs),
+        }
+        for api_groups, resources in _ADMIN_RULES
+    ]
+    if read_only:
+        rules.append(
+            {
+                "apiGroups": ["", "networking.k8s.io"],
+                "resources": ["resourcequotas", "limitranges", "networkpolicies"],
+                "verbs": list(_READ_ONLY),
+            }
+        )
+    return rules
+
+
+def role_binding_spec(role_name: str, groups: Sequence[str]) -> dict[str, Any]:
+    """The RoleBinding of ``role_name`` to the identity provider's ``groups``."""
+    return {
+        "role_ref": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+        "subjects": [
+            {"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}
+            for group in groups
+        ],
+    }
+
+
+def env_data(args: TeamNamespaceArgs) -> dict[str, str]:
+    """The team's env ConfigMap: its variables and which environment it runs in."""
+    return {**dict(args.env), TRAINING_ENV_VAR: args.environment}
+
+
 class TeamNamespace(pulumi.ComponentResource):
     """A namespace with quota, defaults, RBAC, a workload identity and default-deny networking."""
 
@@ -127,52 +217,20 @@ class TeamNamespace(pulumi.ComponentResource):
         self, name: str, args: TeamNamespaceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:tenancy:TeamNamespace", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        labels = team_labels(args.team)
         ns = args.namespace
-
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={
-                "name": ns,
-                "labels": {
-                    **labels,
-                    **dict(args.labels),
-                    TEAM_PURPOSE_LABEL: args.purpose,
-                    PSA_ENFORCE_LABEL: PSA_RESTRICTED,
-                    PSA_ENFORCE_VERSION_LABEL: "latest",
-                    PSA_AUDIT_LABEL: PSA_RESTRICTED,
-                    PSA_WARN_LABEL: PSA_RESTRICTED,
-                },
-                **({"annotations": args.limits.annotations()} if args.limits else {}),
-            },
+            metadata=namespace_metadata(args),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         # Everything else lives in the namespace: wait for it.
-        inner = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        inner = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
 
         def meta(object_name: str) -> dict[str, object]:
-            return {"name": object_name, "namespace": ns, "labels": labels}
+            return {"name": object_name, "namespace": ns, "labels": team_labels(args.team)}
 
         k8s.core.v1.ResourceQuota(
-            f"{name}-quota",
-            metadata=meta(TEAM_QUOTA_NAME),
-            spec={
-                "hard": {
-                    "requests.cpu": args.quota.cpu,
-                    "requests.memory": args.quota.memory,
-                    "limits.memory": args.quota.memory,
-                    GPU_QUOTA_KEY: str(args.quota.gpus),
-                    "requests.storage": args.quota.storage,
-                    "persistentvolumeclaims": str(args.quota.persistent_volume_claims),
-                    "pods": str(args.quota.pods),
-                    **{
-                        f"requests.{MIG_RESOURCE_PREFIX}{profile}": str(count)
-                        for profile, count in args.quota.mig_slices.items()
-                    },
-                }
-            },
-            opts=inner,
+            f"{name}-quota", metadata=meta(TEAM_QUOTA_NAME), spec=quota_spec(args), opts=inner
         )
         if args.limits is not None:
             k8s.core.v1.ResourceQuota(
@@ -184,60 +242,27 @@ class TeamNamespace(pulumi.ComponentResource):
         k8s.core.v1.LimitRange(
             f"{name}-limits",
             metadata=meta(TEAM_LIMIT_RANGE_NAME),
-            spec={
-                "limits": [
-                    {
-                        "type": "Container",
-                        "defaultRequest": dict(args.default_requests),
-                        "default": dict(args.default_limits),
-                    }
-                ]
-            },
+            spec=limit_range_spec(args),
             opts=inner,
         )
-        for role_name, verbs, groups in (
-            (TEAM_ADMIN_ROLE, _ALL_VERBS, args.admin_groups),
-            (TEAM_VIEWER_ROLE, _READ_ONLY, args.viewer_groups),
+        for role_name, read_only, groups in (
+            (TEAM_ADMIN_ROLE, False, args.admin_groups),
+            (TEAM_VIEWER_ROLE, True, args.viewer_groups),
         ):
             part = role_name.removeprefix("team-")
-            rules = [
-                {
-                    "apiGroups": list(api_groups),
-                    "resources": [r for r in resources if verbs is _ALL_VERBS or r != "secrets"],
-                    "verbs": list(verbs),
-                }
-                for api_groups, resources in _ADMIN_RULES
-            ]
-            if verbs is _READ_ONLY:
-                # Viewers see quota usage and policies but change nothing, and read no secrets.
-                rules.append(
-                    {
-                        "apiGroups": ["", "networking.k8s.io"],
-                        "resources": ["resourcequotas", "limitranges", "networkpolicies"],
-                        "verbs": list(_READ_ONLY),
-                    }
-                )
             role = k8s.rbac.v1.Role(
-                f"{name}-{part}-role", metadata=meta(role_name), rules=rules, opts=inner
+                f"{name}-{part}-role",
+                metadata=meta(role_name),
+                rules=role_rules(read_only),
+                opts=inner,
             )
             if groups:
                 k8s.rbac.v1.RoleBinding(
                     f"{name}-{part}-binding",
                     metadata=meta(role_name),
-                    role_ref={
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "Role",
-                        "name": role_name,
-                    },
-                    subjects=[
-                        {"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}
-                        for group in groups
-                    ],
-                    opts=pulumi.ResourceOptions.merge(
-                        inner, pulumi.ResourceOptions(depends_on=[role])
-                    ),
+                    **role_binding_spec(role_name, groups),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, role]),
                 )
-
         k8s.core.v1.ServiceAccount(
             f"{name}-workload-sa",
             metadata=meta(TEAM_WORKLOAD_SERVICE_ACCOUNT),
@@ -245,23 +270,15 @@ class TeamNamespace(pulumi.ComponentResource):
             opts=inner,
         )
         k8s.core.v1.ConfigMap(
-            f"{name}-env",
-            metadata=meta(TEAM_ENV_CONFIGMAP),
-            data={**dict(args.env), TRAINING_ENV_VAR: args.environment},
-            opts=inner,
+            f"{name}-env", metadata=meta(TEAM_ENV_CONFIGMAP), data=env_data(args), opts=inner
         )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-default-deny",
-            metadata=meta(DEFAULT_DENY_POLICY_NAME),
-            spec=default_deny(),
-            opts=inner,
-        )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-allow-dns",
-            metadata=meta(ALLOW_DNS_POLICY_NAME),
-            spec=allow_dns(),
-            opts=inner,
-        )
+        for part, policy_name, spec in (
+            ("default-deny", DEFAULT_DENY_POLICY_NAME, default_deny()),
+            ("allow-dns", ALLOW_DNS_POLICY_NAME, allow_dns()),
+        ):
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{part}", metadata=meta(policy_name), spec=spec, opts=inner
+            )
 
         self.namespace = namespace.metadata.apply(lambda meta: meta.name or ns)
         self.namespace_name = ns

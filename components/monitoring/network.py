@@ -94,87 +94,119 @@ def _api_server(args: MonitoringStackArgs) -> dict[str, Any]:
     return api_server_egress(args.network.api_server_cidrs)
 
 
-def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
-    """The policies of the monitoring namespace."""
-    ns = args.monitoring_namespace
-    logging = args.logging_namespace
-    network = args.network
-    scrape = args.scrape
-    prometheus = _peer(COMPONENT_PROMETHEUS)
-    grafana = _peer(COMPONENT_GRAFANA)
-    alertmanager = _peer(COMPONENT_ALERTMANAGER)
+_OWN_TARGET_PORTS = sorted(
+    {
+        PROMETHEUS_PORT,
+        CONFIG_RELOADER_PORT,
+        ALERTMANAGER_PORT,
+        GRAFANA_PORT,
+        KSM_HTTP_PORT,
+        KSM_TELEMETRY_PORT,
+        OPERATOR_PORT,
+        NODE_EXPORTER_PORT,
+    }
+)
+"""The monitoring namespace's own targets: exporters, Alertmanager, Grafana, the operator and
+the Prometheus replicas themselves (and their config reloaders)."""
 
+
+def _mesh_ports() -> list[dict[str, Any]]:
+    """Alertmanager's gossip: TCP and UDP."""
+    return ports([ALERTMANAGER_MESH_PORT]) + ports([ALERTMANAGER_MESH_PORT], "UDP")
+
+
+def scrape_targets(args: MonitoringStackArgs) -> list[dict[str, Any]]:
+    """Prometheus' egress rules: every target it scrapes."""
+    network, scrape = args.network, args.scrape
     targets: list[dict[str, Any]] = [
         {
             # Team workloads: any pod of a namespace carrying the team label.
             "to": [labelled_namespaces_peer(TEAM_LABEL)],
             "ports": ports([INFERENCE_METRICS_PORT_NAME, *network.team_metrics_ports]),
         },
-        {
-            "to": [kube_dns_peer()],
-            "ports": ports([COREDNS_METRICS_PORT]),
-        },
-        {
-            # This namespace's own targets: exporters, Alertmanager, Grafana, the operator and
-            # the Prometheus replicas themselves (and their config reloaders).
-            "to": [pods_peer()],
-            "ports": ports(
-                sorted(
-                    {
-                        PROMETHEUS_PORT,
-                        CONFIG_RELOADER_PORT,
-                        ALERTMANAGER_PORT,
-                        GRAFANA_PORT,
-                        KSM_HTTP_PORT,
-                        KSM_TELEMETRY_PORT,
-                        OPERATOR_PORT,
-                        NODE_EXPORTER_PORT,
-                    }
-                )
-            ),
-        },
+        {"to": [kube_dns_peer()], "ports": ports([COREDNS_METRICS_PORT])},
+        {"to": [pods_peer()], "ports": ports(_OWN_TARGET_PORTS)},
         {
             # kubelet/cAdvisor and the hostNetwork node-exporter are node addresses.
             "to": cidr_peers(network.node_cidrs),
             "ports": ports([KUBELET_PORT, NODE_EXPORTER_PORT]),
         },
     ]
-    if scrape.dcgm:
-        targets.append(
-            {
-                "to": [pods_peer(DCGM_EXPORTER_SERVICE_LABELS, scrape.dcgm_namespace)],
-                "ports": ports([DCGM_EXPORTER_PORT]),
-            }
-        )
-    if scrape.kueue:
-        targets.append(
-            {
-                "to": [pods_peer(KUEUE_POD_LABELS, scrape.kueue_namespace)],
-                "ports": ports([KUEUE_METRICS_PORT]),
-            }
-        )
-    if scrape.keda:
-        targets.append(
-            {
-                "to": [pods_peer({KEDA_POD_LABEL: KEDA_OPERATOR}, scrape.keda_namespace)],
-                "ports": ports([KEDA_OPERATOR_METRICS_PORT]),
-            }
-        )
-    alertmanager_rules: list[dict[str, Any]] = [
+    for enabled, labels, namespace, port in (
+        (scrape.dcgm, DCGM_EXPORTER_SERVICE_LABELS, scrape.dcgm_namespace, DCGM_EXPORTER_PORT),
+        (scrape.kueue, KUEUE_POD_LABELS, scrape.kueue_namespace, KUEUE_METRICS_PORT),
+        (
+            scrape.keda,
+            {KEDA_POD_LABEL: KEDA_OPERATOR},
+            scrape.keda_namespace,
+            KEDA_OPERATOR_METRICS_PORT,
+        ),
+    ):
+        if enabled:
+            targets.append({"to": [pods_peer(labels, namespace)], "ports": ports([port])})
+    return targets
+
+
+def prometheus_policy(args: MonitoringStackArgs) -> PolicySpec:
+    """Prometheus: queried by Grafana, its peers and the configured clients (the Prometheus
+    adapter), scrapes :func:`scrape_targets`."""
+    return PolicySpec(
+        "prometheus",
+        args.monitoring_namespace,
         {
-            "to": [alertmanager],
-            "ports": ports([ALERTMANAGER_MESH_PORT]) + ports([ALERTMANAGER_MESH_PORT], "UDP"),
+            "podSelector": _pods(COMPONENT_PROMETHEUS),
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                {
+                    "from": [
+                        _peer(COMPONENT_GRAFANA),
+                        _peer(COMPONENT_PROMETHEUS),
+                        *args.network.prometheus_clients,
+                    ],
+                    "ports": ports([PROMETHEUS_PORT]),
+                },
+                {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([CONFIG_RELOADER_PORT])},
+            ],
+            "egress": scrape_targets(args),
         },
-    ]
+    )
+
+
+def alertmanager_policy(args: MonitoringStackArgs) -> PolicySpec:
+    """Alertmanager: alerts from Prometheus, gossip with its peers, notifications out to the
+    configured CIDRs and ports (when it has receivers)."""
+    egress: list[dict[str, Any]] = [{"to": [_peer(COMPONENT_ALERTMANAGER)], "ports": _mesh_ports()}]
     if args.alertmanager.receivers:
-        alertmanager_rules.append(
+        egress.append(
             {
                 "to": cidr_peers(args.alertmanager.egress_cidrs),
                 "ports": ports(args.alertmanager.egress_ports),
             }
         )
+    return PolicySpec(
+        "alertmanager",
+        args.monitoring_namespace,
+        {
+            "podSelector": _pods(COMPONENT_ALERTMANAGER),
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                {
+                    "from": [_peer(COMPONENT_PROMETHEUS)],
+                    "ports": ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
+                },
+                {"from": [_peer(COMPONENT_GRAFANA)], "ports": ports([ALERTMANAGER_PORT])},
+                {"from": [_peer(COMPONENT_ALERTMANAGER)], "ports": _mesh_ports()},
+            ],
+            "egress": egress,
+        },
+    )
+
+
+def grafana_policy(args: MonitoringStackArgs) -> PolicySpec:
+    """Grafana: reachable from Prometheus (its metrics) and the configured namespaces; queries
+    Prometheus, Alertmanager and the Loki gateway."""
     access: list[dict[str, Any]] = [
-        {"from": [prometheus], "ports": ports([GRAFANA_PORT])},
+        {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([GRAFANA_PORT])}
     ]
     if args.grafana.access_from_namespaces:
         access.append(
@@ -183,104 +215,75 @@ def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
                 "ports": ports([GRAFANA_PORT]),
             }
         )
+    return PolicySpec(
+        "grafana",
+        args.monitoring_namespace,
+        {
+            "podSelector": _pods(COMPONENT_GRAFANA),
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": access,
+            "egress": [
+                {"to": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([PROMETHEUS_PORT])},
+                {"to": [_peer(COMPONENT_ALERTMANAGER)], "ports": ports([ALERTMANAGER_PORT])},
+                {
+                    "to": [_peer(COMPONENT_LOKI_GATEWAY, args.logging_namespace)],
+                    "ports": ports([LOKI_GATEWAY_PORT]),
+                },
+            ],
+        },
+    )
+
+
+def _scraped_only(name: str, namespace: str, component: str, scraped: list[int]) -> PolicySpec:
+    """A component that only Prometheus reaches, on its ``scraped`` ports."""
+    return PolicySpec(
+        name,
+        namespace,
+        {
+            "podSelector": _pods(component),
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports(scraped)}],
+        },
+    )
+
+
+def operator_policy(args: MonitoringStackArgs) -> PolicySpec:
+    """The Prometheus operator: its admission webhook (called by the API server) and metrics."""
+    return PolicySpec(
+        "prometheus-operator",
+        args.monitoring_namespace,
+        {
+            "podSelector": _pods(COMPONENT_OPERATOR),
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": cidr_peers(args.network.api_server_cidrs),
+                    "ports": ports([OPERATOR_PORT]),
+                },
+                {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([OPERATOR_PORT])},
+            ],
+        },
+    )
+
+
+def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
+    """The policies of the monitoring namespace."""
+    ns = args.monitoring_namespace
+    api_server = {"podSelector": pod_selector(), "policyTypes": ["Egress"]}
     return [
         *baseline(ns),
-        PolicySpec(
-            ALLOW_API_SERVER,
-            ns,
-            {
-                "podSelector": pod_selector(),
-                "policyTypes": ["Egress"],
-                "egress": [_api_server(args)],
-            },
-        ),
-        PolicySpec(
-            "prometheus",
-            ns,
-            {
-                "podSelector": _pods(COMPONENT_PROMETHEUS),
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [
-                    {
-                        "from": [grafana, prometheus, *network.prometheus_clients],
-                        "ports": ports([PROMETHEUS_PORT]),
-                    },
-                    {"from": [prometheus], "ports": ports([CONFIG_RELOADER_PORT])},
-                ],
-                "egress": targets,
-            },
-        ),
-        PolicySpec(
-            "alertmanager",
-            ns,
-            {
-                "podSelector": _pods(COMPONENT_ALERTMANAGER),
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [
-                    {
-                        "from": [prometheus],
-                        "ports": ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
-                    },
-                    {"from": [grafana], "ports": ports([ALERTMANAGER_PORT])},
-                    {
-                        "from": [alertmanager],
-                        "ports": ports([ALERTMANAGER_MESH_PORT])
-                        + ports([ALERTMANAGER_MESH_PORT], "UDP"),
-                    },
-                ],
-                "egress": alertmanager_rules,
-            },
-        ),
-        PolicySpec(
-            "grafana",
-            ns,
-            {
-                "podSelector": _pods(COMPONENT_GRAFANA),
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": access,
-                "egress": [
-                    {"to": [prometheus], "ports": ports([PROMETHEUS_PORT])},
-                    {"to": [alertmanager], "ports": ports([ALERTMANAGER_PORT])},
-                    {
-                        "to": [_peer(COMPONENT_LOKI_GATEWAY, logging)],
-                        "ports": ports([LOKI_GATEWAY_PORT]),
-                    },
-                ],
-            },
-        ),
-        PolicySpec(
+        PolicySpec(ALLOW_API_SERVER, ns, {**api_server, "egress": [_api_server(args)]}),
+        prometheus_policy(args),
+        alertmanager_policy(args),
+        grafana_policy(args),
+        _scraped_only(
             "kube-state-metrics",
             ns,
-            {
-                "podSelector": _pods(COMPONENT_KUBE_STATE_METRICS),
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {"from": [prometheus], "ports": ports([KSM_HTTP_PORT, KSM_TELEMETRY_PORT])}
-                ],
-            },
+            COMPONENT_KUBE_STATE_METRICS,
+            [KSM_HTTP_PORT, KSM_TELEMETRY_PORT],
         ),
-        PolicySpec(
-            "node-exporter",
-            ns,
-            {
-                "podSelector": _pods(COMPONENT_NODE_EXPORTER),
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [prometheus], "ports": ports([NODE_EXPORTER_PORT])}],
-            },
-        ),
-        PolicySpec(
-            "prometheus-operator",
-            ns,
-            {
-                "podSelector": _pods(COMPONENT_OPERATOR),
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    # The API server calls the operator's admission webhook.
-                    {"from": cidr_peers(network.api_server_cidrs), "ports": ports([OPERATOR_PORT])},
-                    {"from": [prometheus], "ports": ports([OPERATOR_PORT])},
-                ],
-            },
-        ),
+        _scraped_only("node-exporter", ns, COMPONENT_NODE_EXPORTER, [NODE_EXPORTER_PORT]),
+        operator_policy(args),
     ]
 
 

@@ -92,6 +92,10 @@ class AlertmanagerSpec:
     egress_ports: Sequence[int] = (443, 587)
 
 
+MIN_PASSWORD_LENGTH = 32
+"""The shortest generated Grafana admin password."""
+
+
 @dataclass(frozen=True)
 class GrafanaSpec:
     """Grafana. The admin password is generated; only the Secret's name leaves the component."""
@@ -104,6 +108,13 @@ class GrafanaSpec:
     """Namespaces allowed to open Grafana (an ingress controller's); no Ingress is created."""
     password_length: int = 40
     """Length of the generated admin password (>= 32)."""
+
+    def __post_init__(self) -> None:
+        if self.password_length < MIN_PASSWORD_LENGTH:
+            raise ValueError(
+                f"grafana.password_length must be >= {MIN_PASSWORD_LENGTH}, "
+                f"got {self.password_length}"
+            )
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ Secrets. Neither Helm values nor any plain input carries a secret:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -133,7 +133,6 @@ __all__ = [
 ]
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
-MIN_PASSWORD_LENGTH = 32
 PASSWORD_SPECIALS = "!#%*-_=+:?"
 """Special characters of the Grafana password: none that YAML, env files or shells mangle."""
 
@@ -266,6 +265,174 @@ def _secret_credentials(receivers: Sequence[AlertReceiver]) -> list[pulumi.Outpu
     ]
 
 
+def namespace_specs(args: MonitoringStackArgs) -> dict[str, dict[str, Any]]:
+    """``monitoring`` and ``logging`` → the metadata of that namespace."""
+    return {
+        part: {"name": namespace, "labels": _system_namespace_labels()}
+        for part, namespace in (
+            ("monitoring", args.monitoring_namespace),
+            ("logging", args.logging_namespace),
+        )
+    }
+
+
+def grafana_password_spec(args: MonitoringStackArgs) -> dict[str, Any]:
+    """The RandomPassword of Grafana's admin: long, with every class of character."""
+    return {
+        "length": args.grafana.password_length,
+        "special": True,
+        "override_special": PASSWORD_SPECIALS,
+        "min_special": 2,
+        "min_upper": 2,
+        "min_lower": 2,
+        "min_numeric": 2,
+    }
+
+
+def secret_metadata(args: MonitoringStackArgs, secret: str) -> dict[str, Any]:
+    """A Secret of the monitoring namespace that a chart references by name."""
+    return {"name": secret, "namespace": args.monitoring_namespace, "labels": platform_labels()}
+
+
+def alertmanager_yaml(args: MonitoringStackArgs) -> pulumi.Output[str]:
+    """``alertmanager.yaml``, rendered over the receivers' credentials as secrets."""
+    receivers = list(args.alertmanager.receivers)
+    return pulumi.Output.all(*_secret_credentials(receivers)).apply(
+        lambda creds: yaml.safe_dump(
+            alertmanager_config(receivers, list(creds), args.team_namespaces), sort_keys=False
+        )
+    )
+
+
+def dashboard_specs(args: MonitoringStackArgs) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+    """Part of the ConfigMap's resource name → its metadata and data: the platform dashboards
+    and one per team (in the team's Grafana folder), loaded by Grafana's sidecar."""
+    mon = args.monitoring_namespace
+
+    def labels() -> dict[str, str]:
+        return {**platform_labels(), GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE}
+
+    specs = {
+        f"dashboard-{stem}": (
+            {"name": f"dashboard-{stem}", "namespace": mon, "labels": labels()},
+            {f"{stem}.json": dashboard},
+        )
+        for stem, dashboard in assets.load_dashboards().items()
+    }
+    for team in sorted(args.team_namespaces):
+        specs[f"team-dashboard-{team}"] = (
+            {
+                "name": f"dashboard-team-{team}",
+                "namespace": mon,
+                "labels": labels(),
+                "annotations": {GRAFANA_FOLDER_ANNOTATION: team},
+            },
+            {f"team-{team}.json": assets.team_dashboard(team)},
+        )
+    return specs
+
+
+def dcgm_counters_spec(args: MonitoringStackArgs) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """The DCGM exporter's counters file (metadata, data), or ``None`` when not created."""
+    dcgm: DcgmCountersSpec = args.dcgm_counters
+    if not dcgm.create:
+        return None
+    metadata = {"name": DCGM_COUNTERS_CONFIGMAP, "namespace": dcgm.namespace}
+    return {**metadata, "labels": platform_labels()}, {DCGM_COUNTERS_KEY: dcgm_counters_csv()}
+
+
+def release_specs(args: MonitoringStackArgs) -> dict[str, dict[str, Any]]:
+    """Part of the Release's resource name → its arguments: kube-prometheus-stack, Loki and
+    Fluent Bit, each awaited (a broken install fails the update) and rolled back on failure."""
+    settings: dict[str, Any] = {
+        "create_namespace": False,
+        "skip_await": False,
+        "atomic": True,
+        "cleanup_on_fail": True,
+        "timeout": args.timeout_seconds,
+        "max_history": 10,
+    }
+    charts = (
+        ("kube-prometheus-stack", KPS_RELEASE, KUBE_PROMETHEUS_STACK, args.monitoring_namespace),
+        ("loki", LOKI_RELEASE, LOKI, args.logging_namespace),
+        ("fluent-bit", FLUENT_BIT_RELEASE, FLUENT_BIT, args.logging_namespace),
+    )
+    values = {
+        "kube-prometheus-stack": kube_prometheus_stack_values,
+        "loki": loki_values,
+        "fluent-bit": fluent_bit_values,
+    }
+    return {
+        part: {
+            "name": release,
+            **args.chart_source.release_args(chart),
+            "namespace": namespace,
+            "values": values[part](args),
+            **settings,
+        }
+        for part, release, chart, namespace in charts
+    }
+
+
+def custom_resource_specs(
+    args: MonitoringStackArgs,
+) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Part of the resource name → kind, metadata and spec of every PrometheusRule,
+    ServiceMonitor and PodMonitor (their CRDs come with kube-prometheus-stack)."""
+    mon = args.monitoring_namespace
+
+    def selected() -> dict[str, str]:
+        return {**platform_labels(), PROMETHEUS_RULE_SELECTOR_LABEL: KPS_RELEASE}
+
+    specs: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+        f"rules-{stem}": (
+            "PrometheusRule",
+            {"name": f"aiplatform-{stem}", "namespace": mon, "labels": selected()},
+            {"groups": groups},
+        )
+        for stem, groups in rule_files_groups(args.runbook_base_url).items()
+    }
+    for kind, monitors in (
+        ("ServiceMonitor", service_monitor_specs(args.scrape)),
+        ("PodMonitor", pod_monitor_specs(args.scrape)),
+    ):
+        for monitor, spec in monitors.items():
+            metadata = {"name": monitor, "namespace": mon, "labels": selected()}
+            specs[f"{kind.lower()}-{monitor}"] = (kind, metadata, spec)
+    return specs
+
+
+def network_policy_specs(args: MonitoringStackArgs) -> list[tuple[str, PolicySpec]]:
+    """Every NetworkPolicy, with the namespace part it lives in (``network.py``)."""
+    return [
+        *(("monitoring", p) for p in monitoring_policies(args)),
+        *(("logging", p) for p in logging_policies(args)),
+    ]
+
+
+class MonitoringUrls(NamedTuple):
+    """In-cluster addresses of what the stack serves (the component's outputs)."""
+
+    grafana: str
+    prometheus: str
+    alertmanager: str
+    loki_push: str
+    loki: str
+
+
+def urls(args: MonitoringStackArgs) -> MonitoringUrls:
+    mon, log = args.monitoring_namespace, args.logging_namespace
+    return MonitoringUrls(
+        grafana=f"http://{service_host(GRAFANA_FULLNAME, mon)}",
+        prometheus=f"http://{service_host(f'{KPS_FULLNAME}-prometheus', mon)}:{PROMETHEUS_PORT}",
+        alertmanager=(
+            f"http://{service_host(f'{KPS_FULLNAME}-alertmanager', mon)}:{ALERTMANAGER_PORT}"
+        ),
+        loki_push=loki_push_url(log),
+        loki=loki_base_url(log),
+    )
+
+
 class MonitoringStack(pulumi.ComponentResource):
     """Prometheus, Alertmanager, Grafana, Loki and Fluent Bit, wired for the platform."""
 
@@ -286,23 +453,17 @@ class MonitoringStack(pulumi.ComponentResource):
         self, name: str, args: MonitoringStackArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:monitoring:MonitoringStack", name, None, opts)
-        if args.grafana.password_length < MIN_PASSWORD_LENGTH:
-            raise ValueError(
-                f"grafana.password_length must be >= {MIN_PASSWORD_LENGTH}, "
-                f"got {args.grafana.password_length}"
-            )
         child = pulumi.ResourceOptions(parent=self)
-        mon = args.monitoring_namespace
-        log = args.logging_namespace
-        labels = platform_labels()
-
+        # The namespaces, and the releases owning PVCs (Prometheus TSDB, Grafana, Loki): a
+        # destroy or an accidental removal from config would take the data along.
+        keep = pulumi.ResourceOptions(retain_on_delete=args.retain_on_delete)
         namespaces = {
             part: k8s.core.v1.Namespace(
                 f"{name}-{part}-namespace",
-                metadata={"name": ns, "labels": _system_namespace_labels()},
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+                metadata=metadata,
+                opts=pulumi.ResourceOptions.merge(child, keep),
             )
-            for part, ns in (("monitoring", mon), ("logging", log))
+            for part, metadata in namespace_specs(args).items()
         }
 
         def inside(part: str, *extra: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -310,186 +471,94 @@ class MonitoringStack(pulumi.ComponentResource):
                 child, pulumi.ResourceOptions(depends_on=[namespaces[part], *extra])
             )
 
-        # --- Secrets the charts reference by name ------------------------------------------
-        password = random.RandomPassword(
-            f"{name}-grafana-admin-password",
-            length=args.grafana.password_length,
-            special=True,
-            override_special=PASSWORD_SPECIALS,
-            min_special=2,
-            min_upper=2,
-            min_lower=2,
-            min_numeric=2,
-            opts=child,
-        )
-        self.grafana_admin_password = pulumi.Output.secret(password.result)
-        grafana_secret = k8s.core.v1.Secret(
-            f"{name}-grafana-admin",
-            metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": mon, "labels": labels},
-            type="Opaque",
-            string_data={
-                GRAFANA_ADMIN_USER_KEY: args.grafana.admin_user,
-                GRAFANA_ADMIN_PASSWORD_KEY: self.grafana_admin_password,
-            },
-            opts=pulumi.ResourceOptions.merge(
-                inside("monitoring"),
-                pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
-            ),
-        )
-        receivers = list(args.alertmanager.receivers)
-        alertmanager_yaml: pulumi.Output[str] = pulumi.Output.all(
-            *_secret_credentials(receivers)
-        ).apply(
-            lambda creds: yaml.safe_dump(
-                alertmanager_config(receivers, list(creds), args.team_namespaces),
-                sort_keys=False,
-            )
-        )
-        alertmanager_secret = k8s.core.v1.Secret(
-            f"{name}-alertmanager-config",
-            metadata={"name": ALERTMANAGER_CONFIG_SECRET, "namespace": mon, "labels": labels},
-            type="Opaque",
-            string_data={ALERTMANAGER_CONFIG_KEY: alertmanager_yaml.apply(pulumi.Output.secret)},
-            opts=pulumi.ResourceOptions.merge(
-                inside("monitoring"),
-                pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
-            ),
-        )
-
-        # --- Dashboards and the DCGM counters file ------------------------------------------
-        for stem, dashboard in assets.load_dashboards().items():
-            k8s.core.v1.ConfigMap(
-                f"{name}-dashboard-{stem}",
-                metadata={
-                    "name": f"dashboard-{stem}",
-                    "namespace": mon,
-                    "labels": {**labels, GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE},
-                },
-                data={f"{stem}.json": dashboard},
-                opts=inside("monitoring"),
-            )
-        for team in sorted(args.team_namespaces):
-            k8s.core.v1.ConfigMap(
-                f"{name}-team-dashboard-{team}",
-                metadata={
-                    "name": f"dashboard-team-{team}",
-                    "namespace": mon,
-                    "labels": {**labels, GRAFANA_DASHBOARD_LABEL: GRAFANA_DASHBOARD_LABEL_VALUE},
-                    "annotations": {GRAFANA_FOLDER_ANNOTATION: team},
-                },
-                data={f"team-{team}.json": assets.team_dashboard(team)},
-                opts=inside("monitoring"),
-            )
-        dcgm: DcgmCountersSpec = args.dcgm_counters
-        self.dcgm_counters_config_map = None
-        if dcgm.create:
-            self.dcgm_counters_config_map = k8s.core.v1.ConfigMap(
-                f"{name}-dcgm-counters",
-                metadata={
-                    "name": DCGM_COUNTERS_CONFIGMAP,
-                    "namespace": dcgm.namespace,
-                    "labels": labels,
-                },
-                data={DCGM_COUNTERS_KEY: dcgm_counters_csv()},
+        def secret(part: str, secret_name: str, data: dict[str, Any]) -> k8s.core.v1.Secret:
+            return k8s.core.v1.Secret(
+                f"{name}-{part}",
+                metadata=secret_metadata(args, secret_name),
+                type="Opaque",
+                string_data=data,
                 opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=list(dcgm.depends_on))
+                    inside("monitoring"),
+                    pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
                 ),
             )
 
-        # --- Charts ---------------------------------------------------------------------------
-        release_settings: dict[str, Any] = {
-            "create_namespace": False,
-            # Wait for readiness so a broken install fails the update; roll back failed upgrades.
-            "skip_await": False,
-            "atomic": True,
-            "cleanup_on_fail": True,
-            "timeout": args.timeout_seconds,
-            "max_history": 10,
+        password = random.RandomPassword(
+            f"{name}-grafana-admin-password", **grafana_password_spec(args), opts=child
+        )
+        self.grafana_admin_password = pulumi.Output.secret(password.result)
+        grafana_admin = {
+            GRAFANA_ADMIN_USER_KEY: args.grafana.admin_user,
+            GRAFANA_ADMIN_PASSWORD_KEY: self.grafana_admin_password,
         }
-        # These releases own PVCs (Prometheus TSDB, Grafana, Loki): uninstalling them on a
-        # destroy or an accidental removal from config would take the data along.
-        keep_data = pulumi.ResourceOptions(retain_on_delete=args.retain_on_delete)
+        secrets = [
+            secret("grafana-admin", GRAFANA_ADMIN_SECRET, grafana_admin),
+            secret(
+                "alertmanager-config",
+                ALERTMANAGER_CONFIG_SECRET,
+                {ALERTMANAGER_CONFIG_KEY: alertmanager_yaml(args).apply(pulumi.Output.secret)},
+            ),
+        ]
+        for part, (metadata, data) in dashboard_specs(args).items():
+            k8s.core.v1.ConfigMap(
+                f"{name}-{part}", metadata=metadata, data=data, opts=inside("monitoring")
+            )
+        self.dcgm_counters_config_map = None
+        if (dcgm := dcgm_counters_spec(args)) is not None:
+            self.dcgm_counters_config_map = k8s.core.v1.ConfigMap(
+                f"{name}-dcgm-counters",
+                metadata=dcgm[0],
+                data=dcgm[1],
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=list(args.dcgm_counters.depends_on))
+                ),
+            )
+
+        releases = release_specs(args)
         kps = k8s.helm.v3.Release(
             f"{name}-kube-prometheus-stack",
-            name=KPS_RELEASE,
-            **args.chart_source.release_args(KUBE_PROMETHEUS_STACK),
-            namespace=mon,
-            values=kube_prometheus_stack_values(args),
-            opts=pulumi.ResourceOptions.merge(
-                inside("monitoring", grafana_secret, alertmanager_secret), keep_data
-            ),
-            **release_settings,
+            **releases["kube-prometheus-stack"],
+            opts=pulumi.ResourceOptions.merge(inside("monitoring", *secrets), keep),
         )
         loki = k8s.helm.v3.Release(
             f"{name}-loki",
-            name=LOKI_RELEASE,
-            **args.chart_source.release_args(LOKI),
-            namespace=log,
-            values=loki_values(args),
-            opts=pulumi.ResourceOptions.merge(inside("logging"), keep_data),
-            **release_settings,
+            **releases["loki"],
+            opts=pulumi.ResourceOptions.merge(inside("logging"), keep),
         )
         k8s.helm.v3.Release(
-            f"{name}-fluent-bit",
-            name=FLUENT_BIT_RELEASE,
-            **args.chart_source.release_args(FLUENT_BIT),
-            namespace=log,
-            values=fluent_bit_values(args),
-            opts=inside("logging", loki),
-            **release_settings,
+            f"{name}-fluent-bit", **releases["fluent-bit"], opts=inside("logging", loki)
         )
-
-        # --- Rules and scrape targets (their CRDs come with kube-prometheus-stack) -----------
-        selected = {**labels, PROMETHEUS_RULE_SELECTOR_LABEL: KPS_RELEASE}
         after_crds = inside("monitoring", kps)
-        for stem, groups in rule_files_groups(args.runbook_base_url).items():
+        for part, (kind, metadata, spec) in custom_resource_specs(args).items():
             k8s.apiextensions.CustomResource(
-                f"{name}-rules-{stem}",
+                f"{name}-{part}",
                 api_version=MONITORING_API_VERSION,
-                kind="PrometheusRule",
-                metadata={"name": f"aiplatform-{stem}", "namespace": mon, "labels": selected},
-                spec={"groups": groups},
+                kind=kind,
+                metadata=metadata,
+                spec=spec,
                 opts=after_crds,
             )
-        for kind, monitors in (
-            ("ServiceMonitor", service_monitor_specs(args.scrape)),
-            ("PodMonitor", pod_monitor_specs(args.scrape)),
-        ):
-            for monitor, spec in monitors.items():
-                k8s.apiextensions.CustomResource(
-                    f"{name}-{kind.lower()}-{monitor}",
-                    api_version=MONITORING_API_VERSION,
-                    kind=kind,
-                    metadata={"name": monitor, "namespace": mon, "labels": selected},
-                    spec=spec,
-                    opts=after_crds,
-                )
-
-        # --- Network policies ------------------------------------------------------------------
-        policies: list[tuple[str, PolicySpec]] = [
-            *(("monitoring", p) for p in monitoring_policies(args)),
-            *(("logging", p) for p in logging_policies(args)),
-        ]
-        for part, policy in policies:
+        for part, policy in network_policy_specs(args):
             k8s.networking.v1.NetworkPolicy(
                 f"{name}-{part}-netpol-{policy.name}",
-                metadata={"name": policy.name, "namespace": policy.namespace, "labels": labels},
+                metadata={
+                    "name": policy.name,
+                    "namespace": policy.namespace,
+                    "labels": platform_labels(),
+                },
                 spec=policy.spec,
                 opts=inside(part),
             )
 
-        self.monitoring_namespace = mon
-        self.logging_namespace = log
-        self.grafana_url = f"http://{service_host(GRAFANA_FULLNAME, mon)}"
+        addresses = urls(args)
+        self.monitoring_namespace = args.monitoring_namespace
+        self.logging_namespace = args.logging_namespace
+        self.grafana_url = addresses.grafana
         self.grafana_admin_secret_name = GRAFANA_ADMIN_SECRET
-        self.prometheus_url = (
-            f"http://{service_host(f'{KPS_FULLNAME}-prometheus', mon)}:{PROMETHEUS_PORT}"
-        )
-        self.alertmanager_url = (
-            f"http://{service_host(f'{KPS_FULLNAME}-alertmanager', mon)}:{ALERTMANAGER_PORT}"
-        )
-        self.loki_push_url = loki_push_url(log)
-        self.loki_url = loki_base_url(log)
+        self.prometheus_url = addresses.prometheus
+        self.alertmanager_url = addresses.alertmanager
+        self.loki_push_url = addresses.loki_push
+        self.loki_url = addresses.loki
         self.dcgm_counters_config_map_name = DCGM_COUNTERS_CONFIGMAP
         self.register_outputs(
             {

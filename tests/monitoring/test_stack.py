@@ -30,7 +30,7 @@ from components.monitoring.constants import (
     MONITORING_COMPONENT_LABEL,
 )
 from components.monitoring.known_metrics import dcgm_counters_csv, ksm_metric_labels_allowlist
-from components.monitoring.spec import AlertReceiver
+from components.monitoring.spec import MIN_PASSWORD_LENGTH, AlertReceiver, GrafanaSpec
 from components.monitoring.values import DEBUG_LEVEL_PATTERN, DEBUG_LINE_PATTERN
 from tests.monitoring.conftest import (
     KNOWN_PASSWORD,
@@ -473,3 +473,10 @@ def test_password_output_and_mapped_credentials_are_secrets() -> None:
     assert sorted(probes) == ["probe-password", "probe-platform-pager", "probe-platform-slack"]
     assert set(probes.values()) == {SECRET_MARK}
     assert KNOWN_PASSWORD not in all_inputs(run)
+
+
+def test_a_short_grafana_password_is_refused_when_the_args_are_built() -> None:
+    """Library users learn it from GrafanaSpec itself, before any resource exists."""
+    assert GrafanaSpec(password_length=MIN_PASSWORD_LENGTH).password_length == 32
+    with pytest.raises(ValueError, match=r"grafana.password_length must be >= 32, got 31"):
+        GrafanaSpec(password_length=MIN_PASSWORD_LENGTH - 1)
