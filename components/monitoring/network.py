@@ -110,6 +110,25 @@ _OWN_TARGET_PORTS = sorted(
 the Prometheus replicas themselves (and their config reloaders)."""
 
 
+def _component_policy(
+    name: str,
+    namespace: str,
+    component: str,
+    ingress: list[dict[str, Any]],
+    egress: list[dict[str, Any]] | None = None,
+) -> PolicySpec:
+    """The policy of one component's pods: its ingress, and its egress when given (else egress
+    is left to the namespace's other policies)."""
+    spec: dict[str, Any] = {
+        "podSelector": _pods(component),
+        "policyTypes": ["Ingress", "Egress"] if egress is not None else ["Ingress"],
+        "ingress": ingress,
+    }
+    if egress is not None:
+        spec["egress"] = egress
+    return PolicySpec(name, namespace, spec)
+
+
 def _mesh_ports() -> list[dict[str, Any]]:
     """Alertmanager's gossip: TCP and UDP."""
     return ports([ALERTMANAGER_MESH_PORT]) + ports([ALERTMANAGER_MESH_PORT], "UDP")
@@ -150,25 +169,20 @@ def scrape_targets(args: MonitoringStackArgs) -> list[dict[str, Any]]:
 def prometheus_policy(args: MonitoringStackArgs) -> PolicySpec:
     """Prometheus: queried by Grafana, its peers and the configured clients (the Prometheus
     adapter), scrapes :func:`scrape_targets`."""
-    return PolicySpec(
-        "prometheus",
-        args.monitoring_namespace,
+    ingress: list[dict[str, Any]] = [
         {
-            "podSelector": _pods(COMPONENT_PROMETHEUS),
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [
-                {
-                    "from": [
-                        _peer(COMPONENT_GRAFANA),
-                        _peer(COMPONENT_PROMETHEUS),
-                        *args.network.prometheus_clients,
-                    ],
-                    "ports": ports([PROMETHEUS_PORT]),
-                },
-                {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([CONFIG_RELOADER_PORT])},
+            "from": [
+                _peer(COMPONENT_GRAFANA),
+                _peer(COMPONENT_PROMETHEUS),
+                *args.network.prometheus_clients,
             ],
-            "egress": scrape_targets(args),
+            "ports": ports([PROMETHEUS_PORT]),
         },
+        {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([CONFIG_RELOADER_PORT])},
+    ]
+    namespace = args.monitoring_namespace
+    return _component_policy(
+        "prometheus", namespace, COMPONENT_PROMETHEUS, ingress, scrape_targets(args)
     )
 
 
@@ -183,23 +197,16 @@ def alertmanager_policy(args: MonitoringStackArgs) -> PolicySpec:
                 "ports": ports(args.alertmanager.egress_ports),
             }
         )
-    return PolicySpec(
-        "alertmanager",
-        args.monitoring_namespace,
+    ingress = [
         {
-            "podSelector": _pods(COMPONENT_ALERTMANAGER),
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [
-                {
-                    "from": [_peer(COMPONENT_PROMETHEUS)],
-                    "ports": ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
-                },
-                {"from": [_peer(COMPONENT_GRAFANA)], "ports": ports([ALERTMANAGER_PORT])},
-                {"from": [_peer(COMPONENT_ALERTMANAGER)], "ports": _mesh_ports()},
-            ],
-            "egress": egress,
+            "from": [_peer(COMPONENT_PROMETHEUS)],
+            "ports": ports([ALERTMANAGER_PORT, CONFIG_RELOADER_PORT]),
         },
-    )
+        {"from": [_peer(COMPONENT_GRAFANA)], "ports": ports([ALERTMANAGER_PORT])},
+        {"from": [_peer(COMPONENT_ALERTMANAGER)], "ports": _mesh_ports()},
+    ]
+    namespace = args.monitoring_namespace
+    return _component_policy("alertmanager", namespace, COMPONENT_ALERTMANAGER, ingress, egress)
 
 
 def grafana_policy(args: MonitoringStackArgs) -> PolicySpec:
@@ -215,55 +222,32 @@ def grafana_policy(args: MonitoringStackArgs) -> PolicySpec:
                 "ports": ports([GRAFANA_PORT]),
             }
         )
-    return PolicySpec(
-        "grafana",
-        args.monitoring_namespace,
+    queries = [
+        {"to": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([PROMETHEUS_PORT])},
+        {"to": [_peer(COMPONENT_ALERTMANAGER)], "ports": ports([ALERTMANAGER_PORT])},
         {
-            "podSelector": _pods(COMPONENT_GRAFANA),
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": access,
-            "egress": [
-                {"to": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([PROMETHEUS_PORT])},
-                {"to": [_peer(COMPONENT_ALERTMANAGER)], "ports": ports([ALERTMANAGER_PORT])},
-                {
-                    "to": [_peer(COMPONENT_LOKI_GATEWAY, args.logging_namespace)],
-                    "ports": ports([LOKI_GATEWAY_PORT]),
-                },
-            ],
+            "to": [_peer(COMPONENT_LOKI_GATEWAY, args.logging_namespace)],
+            "ports": ports([LOKI_GATEWAY_PORT]),
         },
-    )
+    ]
+    namespace = args.monitoring_namespace
+    return _component_policy("grafana", namespace, COMPONENT_GRAFANA, access, queries)
 
 
 def _scraped_only(name: str, namespace: str, component: str, scraped: list[int]) -> PolicySpec:
     """A component that only Prometheus reaches, on its ``scraped`` ports."""
-    return PolicySpec(
-        name,
-        namespace,
-        {
-            "podSelector": _pods(component),
-            "policyTypes": ["Ingress"],
-            "ingress": [{"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports(scraped)}],
-        },
-    )
+    ingress = [{"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports(scraped)}]
+    return _component_policy(name, namespace, component, ingress)
 
 
 def operator_policy(args: MonitoringStackArgs) -> PolicySpec:
     """The Prometheus operator: its admission webhook (called by the API server) and metrics."""
-    return PolicySpec(
-        "prometheus-operator",
-        args.monitoring_namespace,
-        {
-            "podSelector": _pods(COMPONENT_OPERATOR),
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": cidr_peers(args.network.api_server_cidrs),
-                    "ports": ports([OPERATOR_PORT]),
-                },
-                {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([OPERATOR_PORT])},
-            ],
-        },
-    )
+    ingress = [
+        {"from": cidr_peers(args.network.api_server_cidrs), "ports": ports([OPERATOR_PORT])},
+        {"from": [_peer(COMPONENT_PROMETHEUS)], "ports": ports([OPERATOR_PORT])},
+    ]
+    namespace = args.monitoring_namespace
+    return _component_policy("prometheus-operator", namespace, COMPONENT_OPERATOR, ingress)
 
 
 def monitoring_policies(args: MonitoringStackArgs) -> list[PolicySpec]:
