@@ -68,3 +68,24 @@ def test_deploying_runs_the_policy_pack() -> None:
     for verb in ("preview", "up"):
         (line,) = [line for line in commands.splitlines() if line.startswith(f"pulumi {verb} ")]
         assert "--policy-pack policies --policy-pack-config policies/config/" in line, line
+
+
+def _component_classes() -> set[str]:
+    """Every ComponentResource the components package defines (by class name)."""
+    import ast
+
+    names: set[str] = set()
+    for path in sorted((ROOT / "components").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                ast.unparse(base).endswith("ComponentResource") for base in node.bases
+            ):
+                names.add(node.name)
+    return names
+
+
+def test_the_architecture_diagram_shows_every_component() -> None:
+    (diagram,) = [b for b in _blocks(README, "mermaid") if "infra/stack.py" in b]
+    components = _component_classes()
+    assert {"TeamNamespace", "Keda", "KubeRayOperator", "TeamRedis", "WorkerPool"} <= components
+    assert sorted(name for name in components if name not in diagram) == []
