@@ -2,9 +2,6 @@
 for the policy step. Same runtime as ``policies/`` (pulumi_policy with the pack's speedups), so
 what ours costs above it is what our policies do. Started by the policy driver; never import."""
 
-import sys
-from pathlib import Path
-
 from pulumi_policy import (
     EnforcementLevel,
     PolicyPack,
@@ -12,8 +9,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "policies"))
-from aiplatform_policies import speedups
+from aiplatform_policies import speedups  # installed with the project (make install)
 
 speedups.install()
 

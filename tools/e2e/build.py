@@ -413,15 +413,14 @@ def link(dirs: Sequence[Path], bin_dir: Path = BIN_LINKS) -> Path:
 def write_language_host(bin_dir: Path = BIN_LINKS) -> Path:
     """``pulumi-language-python`` in the bin folder: a shell wrapper that execs our Python host
     (tools/e2e/langhost) with the project venv, since the upstream Go host's module is not served.
-    The CLI finds language hosts on PATH; the project root goes on PYTHONPATH so ``-m`` finds the
-    package (the host takes it off again for the programs it runs), ``-P`` keeps the caller's
-    working directory off sys.path. Nothing is built: the wrapper is rewritten on every call.
+    The CLI finds language hosts on PATH; ``-m`` finds the package as the venv installed it
+    (``make install``), and ``-P`` keeps the caller's working directory off sys.path. Nothing is
+    built: the wrapper is rewritten on every call.
 
     The CLI also looks for its language hosts beside its own resolved executable and warns on
     every command when the one on PATH is elsewhere; so a ``pulumi`` symlink in the folder becomes
     a hard link (same file, no copy) when the file system allows it."""
     python = PROJECT_ROOT / ".venv" / "bin" / "python"
-    root = shlex.quote(str(PROJECT_ROOT))
     script = f"""#!/bin/sh
 # Written by tools/e2e/build.py: the Python language host of the Pulumi CLI is tools/e2e/langhost.
 python={shlex.quote(str(python))}
@@ -429,8 +428,6 @@ if [ ! -x "$python" ]; then
   echo "pulumi-language-python: $python is missing; create the project venv first (make)" >&2
   exit 1
 fi
-PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}}
-export PYTHONPATH
 exec "$python" -P -m tools.e2e.langhost "$@"
 """
     bin_dir.mkdir(parents=True, exist_ok=True)

@@ -404,11 +404,10 @@ class E2E:
             "kubeconfigContext": self.cluster.context,
         }.items():
             self.pulumi("config", "set", key, value, cwd=consumer)
-        # The example imports the platform's components from the checkout it sits in.
-        checkout = {"PYTHONPATH": str(PROJECT_ROOT)}
-        self.pulumi("up", "--yes", "--skip-preview", cwd=consumer, timeout=1200, env=checkout)
+        # The example imports the platform's components as the project venv installed them.
+        self.pulumi("up", "--yes", "--skip-preview", cwd=consumer, timeout=1200)
         detail.append(f"team {team} on pool {pool}: deployed through the StackReference")
-        self.pulumi("destroy", "--yes", "--skip-preview", cwd=consumer, timeout=1200, env=checkout)
+        self.pulumi("destroy", "--yes", "--skip-preview", cwd=consumer, timeout=1200)
         detail.append("consumer stack destroyed")
 
 

@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import FrameType
 
 import grpc
@@ -27,21 +26,6 @@ from .host import LanguageHost
 from .rpc import GRPC_OPTIONS
 
 HEALTH_EVERY_S = 10.0
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-
-
-def child_environment(env: dict[str, str]) -> dict[str, str]:
-    """Our environment minus what the wrapper added for us (the project root at the front of
-    PYTHONPATH): programs and plugins must not see our code."""
-    env = dict(env)
-    parts = env.get("PYTHONPATH", "").split(os.pathsep)
-    if parts and parts[0] and Path(parts[0]).resolve() == PROJECT_ROOT:
-        rest = os.pathsep.join(parts[1:])
-        if rest:
-            env["PYTHONPATH"] = rest
-        else:
-            env.pop("PYTHONPATH")
-    return env
 
 
 def watch_engine(address: str, stop: threading.Event) -> None:
@@ -92,7 +76,7 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     host = LanguageHost(
         args.engine,
-        child_environment(dict(os.environ)),
+        dict(os.environ),
         on_engine=lambda address: watch_engine(address, stop),
     )
     server = grpc.server(ThreadPoolExecutor(max_workers=64), options=GRPC_OPTIONS)

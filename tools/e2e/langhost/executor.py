@@ -24,10 +24,6 @@ import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-# Run as a script, this folder is sys.path[0]: drop it so the program cannot import our modules.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
 EXIT_ERROR_SHOWN = 32
 """The user already saw the error (logged to the engine); the host reports nothing further."""
 

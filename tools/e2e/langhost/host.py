@@ -147,7 +147,8 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
             "parallel": str(request.parallel),
             "organization": request.organization,
         }
-        argv = [python.executable, str(EXECUTOR)]
+        # -P: this folder stays off the program's sys.path (the program cannot import our modules).
+        argv = [python.executable, "-P", str(EXECUTOR)]
         argv += [item for key, value in args.items() if value for item in (f"--{key}", value)]
         argv += [program, *request.args]
         env = self._env(
