@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import pulumi
@@ -229,8 +230,13 @@ def run_under_mocks(
     project: str = PROJECT,
     fresh_modules: bool = True,
     mocks: Mocks | None = None,
+    root_directory: Path | None = None,
 ) -> MockRun[T]:
     """Run ``program`` (which imports what it needs) as ``pulumi up`` would, with mocks.
+
+    ``root_directory`` is the project folder the engine would report (``Pulumi.yaml``'s, the
+    stack file's: workload files are read from it); default the working directory. The SDK's
+    mocks leave a placeholder there.
 
     ``preview=False`` so every ``apply`` runs: a preview leaves values unknown and lets
     assertions pass vacuously. ``mocks`` replaces :class:`PlatformMocks` (e.g. to give a
@@ -244,7 +250,8 @@ def run_under_mocks(
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
-        return _run(program, stack, config, secret_keys, project, mocks or PlatformMocks())
+        root = root_directory or Path.cwd()
+        return _run(program, stack, config, secret_keys, project, mocks or PlatformMocks(), root)
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
@@ -270,6 +277,7 @@ def _run(
     secret_keys: list[str] | None,
     project: str,
     mocks: Mocks,
+    root_directory: Path,
 ) -> MockRun[T]:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -286,6 +294,7 @@ def _run(
         pulumi.runtime.set_mocks(
             mocks, project=project, stack=stack, preview=False, monitor=monitor
         )
+        pulumi.runtime.settings.SETTINGS.root_directory = str(root_directory)
         pulumi.runtime.set_all_config(dict(config), secret_keys or [])
         box: list[T] = []
 

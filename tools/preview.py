@@ -106,6 +106,7 @@ def run_stack_program(stack_file: StackFile, stack: str) -> MockRun[Any]:
         config=stack_file.engine_config(),
         secret_keys=stack_file.secret_keys,
         fresh_modules=runs_in_process() > 0,
+        root_directory=stack_file.path.parent.resolve(),
     )
 
 

@@ -142,3 +142,24 @@ def test_an_empty_file_adds_nothing(tmp_path: Path) -> None:
     stack_file = _stack(tmp_path, workloadFiles=["w.yaml"])
     (tmp_path / "w.yaml").write_text("", encoding="utf-8")
     assert len(StackFile(stack_file).platform_config().workloads) == 4
+
+
+def test_the_preview_deploys_a_files_workloads_as_it_would_inline_ones(tmp_path: Path) -> None:
+    """The whole offline preview (the program under mocks reads the files again, from the project
+    folder the engine reports): the same resources as the stack written inline."""
+    import json
+
+    from tools import preview
+
+    config = synthetic_config(4)
+    reports = {}
+    for layout, files in (("inline", False), ("files", True)):
+        stack_file = write_stack_file(tmp_path / layout, "same", config, workload_files=files)
+        out = tmp_path / f"out-{layout}"
+        args = ["--stack", "same", "--stack-file", str(stack_file), "--out", str(out), "--quiet"]
+        assert preview.main(args) == 0, layout
+        report = json.loads((out / "same" / "report.json").read_text(encoding="utf-8"))
+        reports[layout] = sorted(resource["urn"] for resource in report["resources"])
+    last = config["workloads"][-1]
+    assert any(urn.endswith(f"::{last['team']}-{last['name']}") for urn in reports["files"])
+    assert reports["files"] == reports["inline"]
