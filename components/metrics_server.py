@@ -77,8 +77,6 @@ def chart_values(args: MetricsServerArgs) -> dict[str, Any]:
     """Helm values of the metrics-server chart (keys as in its values.yaml)."""
     values: dict[str, Any] = {
         "replicas": args.replicas,
-        # After the chart's defaultArgs (cert dir, address types, node status port, 15 s).
-        "args": ["--kubelet-insecure-tls"] if args.kubelet_insecure_tls else [],
         "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         "resources": {
             "requests": {"cpu": "100m", "memory": "200Mi"},
@@ -88,6 +86,10 @@ def chart_values(args: MetricsServerArgs) -> dict[str, Any]:
         "metrics": {"enabled": False},
         "serviceMonitor": {"enabled": False},
     }
+    if args.kubelet_insecure_tls:
+        # After the chart's defaultArgs (cert dir, address types, node status port, 15 s). No
+        # empty list otherwise: the provider drops it, and the state would differ from the program.
+        values["args"] = ["--kubelet-insecure-tls"]
     return merge_values(values, chart_image_values(CHART_IMAGES, args.registry_mirror))
 
 

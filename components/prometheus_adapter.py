@@ -112,6 +112,7 @@ def adapter_rules(metrics: Sequence[str]) -> list[dict[str, Any]]:
 def chart_values(args: PrometheusAdapterArgs) -> dict[str, Any]:
     """Helm values of the prometheus-adapter chart (keys as in its values.yaml)."""
     parts = urlsplit(args.prometheus_url)
+    rules = adapter_rules(args.metrics)
     values: dict[str, Any] = {
         "prometheus": {
             "url": f"{parts.scheme}://{parts.hostname}",
@@ -120,7 +121,9 @@ def chart_values(args: PrometheusAdapterArgs) -> dict[str, Any]:
         },
         "replicas": args.replicas,
         "metricsRelistInterval": args.relist_interval,
-        "rules": {"default": False, "custom": adapter_rules(args.metrics), "external": []},
+        # The chart's external rules stay empty (its default): KEDA serves the external metrics
+        # API. No empty list of ours either: the provider drops it, and the state would differ.
+        "rules": {"default": False, **({"custom": rules} if rules else {})},
         "priorityClassName": "system-cluster-critical",
         "podSecurityContext": {
             "fsGroup": 10001,

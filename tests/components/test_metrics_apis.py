@@ -72,7 +72,7 @@ def test_metrics_server_release_in_its_restricted_namespace(dev_run: MockRun[Any
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     values = inputs["values"]
     assert values["replicas"] == 1
-    assert values["args"] == []
+    assert "args" not in values
     assert values["podDisruptionBudget"] == {"enabled": False, "maxUnavailable": 1}
 
 
@@ -112,10 +112,10 @@ def test_adapter_serves_exactly_the_workloads_custom_metrics(dev_run: MockRun[An
                 "metricsQuery": METRICS_QUERY,
             }
         ],
-        # KEDA serves the external metrics API; the adapter must not register it too.
-        "external": [],
     }
-    assert "resource" not in values["rules"]
+    # Neither resource nor external rules: metrics-server and KEDA serve those APIs, and the
+    # chart registers an APIService only for the rule kinds it is given.
+    assert "resource" not in values["rules"] and "external" not in values["rules"]
 
 
 def test_adapter_points_at_the_platform_prometheus(dev_run: MockRun[Any]) -> None:
@@ -132,6 +132,8 @@ def test_rules_follow_the_metrics_one_each_sorted() -> None:
     rules = adapter_rules(["b_waiting", "a_tokens", "b_waiting"])
     assert [rule["name"]["as"] for rule in rules] == ["a_tokens", "b_waiting"]
     assert adapter_rules([]) == []
+    no_metrics = adapter_values(PrometheusAdapterArgs(prometheus_url=PROMETHEUS_URL))
+    assert no_metrics["rules"] == {"default": False}
 
 
 def test_two_adapters_get_the_charts_budget(prod_run: MockRun[Any]) -> None:

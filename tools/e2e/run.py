@@ -5,9 +5,10 @@
 Steps (each with its verdict and time in the console report and ``build/e2e/<stack>/report.json``):
 the tools are built, the e2e stack is derived and previewed offline, the cluster starts, then
 the real ``pulumi preview`` with the policy pack (its resources must equal the offline
-preview's), ``pulumi up``, every object read back, workloads admitted and placed, a second
-``up`` and a ``refresh`` with no changes, a bad manifest refused by the pack, and the team
-consumer example reading the stack through a StackReference. Exit 0 only if every step passes.
+preview's), ``pulumi up``, every object read back, workloads admitted and placed, the metrics
+charts as Helm installed them, a second ``up`` and a ``refresh`` with no changes, a bad manifest
+refused by the pack, and the team consumer example reading the stack through a StackReference.
+Exit 0 only if every step passes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .charts import assemble_mirror
 from .cluster import LocalCluster, Terminated, shared_dir
 from .compare import compare
 from .guardrails import check_guardrails
+from .metrics_apis import check_metrics_apis
 from .pulumi_cli import ORGANIZATION, CliError, PulumiCli
 from .readback import check_objects, check_workloads
 from .report import Report, StepFailedError, fail
@@ -206,6 +208,7 @@ class E2E:
         if self.step("pulumi up", self.up):
             self.step("objects read back as declared", self.read_back)
             self.step("workloads admitted and placed", self.workloads)
+            self.step("metrics APIs installed as declared", self.metrics_apis)
             self.step("tenant guardrails refuse a team admin", self.guardrails)
             self.step("second pulumi up changes nothing", self.second_up)
             self.step("pulumi refresh finds no drift", self.refresh)
@@ -324,6 +327,15 @@ class E2E:
     def workloads(self, detail: list[str]) -> None:
         assert self.cluster is not None
         problems, facts = check_workloads(self.cluster, self.offline_report)
+        detail += facts
+        if problems:
+            fail("\n".join(problems))
+
+    def metrics_apis(self, detail: list[str]) -> None:
+        """What Helm made of the metrics charts' values (tools/e2e/metrics_apis.py); their
+        processes are KWOK pods, so no metric is read."""
+        assert self.cluster is not None
+        problems, facts = check_metrics_apis(self.cluster, self.offline_report)
         detail += facts
         if problems:
             fail("\n".join(problems))
