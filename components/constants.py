@@ -9,6 +9,11 @@ from typing import Final
 PROJECT: Final = "ai-platform"
 """Pulumi project name and the namespace of every stack config key (``ai-platform:<key>``)."""
 
+ANYWHERE_CIDRS: Final[tuple[str, ...]] = ("0.0.0.0/0",)
+"""The default of every address allowlist the platform cannot know (API server, nodes, object
+storage, notification targets): open, for a first deploy; prod narrows each (the policy pack
+refuses the open value there)."""
+
 # --- Labels of our own ----------------------------------------------------------------------------
 LABEL_PREFIX: Final = "aiplatform.io"
 TEAM_LABEL: Final = f"{LABEL_PREFIX}/team"

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from .constants import (
     ALLOW_DNS_POLICY_NAME,
+    ANYWHERE_CIDRS,
     DEFAULT_DENY_POLICY_NAME,
     KEDA_METRICS_APISERVER,
     KEDA_METRICS_APISERVER_PORT,
@@ -70,9 +71,9 @@ class PolicySpec:
 class SystemNetwork:
     """What a platform namespace's policies need from the stack."""
 
-    api_server_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    api_server_cidrs: Sequence[str] = ANYWHERE_CIDRS
     """Where the API server's endpoints are: it calls webhooks from there, and is called there."""
-    node_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    node_cidrs: Sequence[str] = ANYWHERE_CIDRS
     """Node addresses: where the kubelets are (metrics-server reads them)."""
     prometheus_namespace: str | None = None
     """Where Prometheus runs; None: no monitoring, nothing scrapes."""

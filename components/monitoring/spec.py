@@ -14,6 +14,7 @@ import pulumi
 
 from components.charts import PUBLIC_REPOSITORIES, ChartSource
 from components.constants import (
+    ANYWHERE_CIDRS,
     GPU_OPERATOR_NAMESPACE,
     KEDA_NAMESPACE,
     KUEUE_NAMESPACE,
@@ -23,8 +24,6 @@ from components.constants import (
 
 ReceiverType = Literal["slack", "pagerduty", "webhook", "email"]
 LokiMode = Literal["single-binary", "scalable"]
-
-ANYWHERE: tuple[str, ...] = ("0.0.0.0/0",)
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ class AlertmanagerSpec:
     replicas: int = 1
     storage_size: str = "2Gi"
     """PVC for silences and the notification log (same class as Prometheus)."""
-    egress_cidrs: Sequence[str] = ANYWHERE
+    egress_cidrs: Sequence[str] = ANYWHERE_CIDRS
     """Where notifications may be sent (NetworkPolicy ipBlocks)."""
     egress_ports: Sequence[int] = (443, 587)
 
@@ -180,10 +179,10 @@ class ScrapeSpec:
 class NetworkSpec:
     """Node-level addresses the NetworkPolicies need as ipBlocks: nodes have no pod labels."""
 
-    api_server_cidrs: Sequence[str] = ANYWHERE
-    node_cidrs: Sequence[str] = ANYWHERE
+    api_server_cidrs: Sequence[str] = ANYWHERE_CIDRS
+    node_cidrs: Sequence[str] = ANYWHERE_CIDRS
     """kubelet and hostNetwork node-exporter addresses."""
-    object_storage_cidrs: Sequence[str] = ANYWHERE
+    object_storage_cidrs: Sequence[str] = ANYWHERE_CIDRS
     team_metrics_ports: Sequence[int] = (8000, 8080, 9090)
     """Numbered team ports Prometheus may reach besides container ports named ``metrics``."""
     prometheus_clients: Sequence[Mapping[str, Any]] = ()

@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from ..constants import (
+    ANYWHERE_CIDRS,
     APP_COMPONENT_LABEL,
     APP_NAME_LABEL,
     RAY_API_VERSION,
@@ -155,7 +156,7 @@ class RayClusterArgs(WorkloadPodArgs):
     workload_type: str = WORKLOAD_TYPE_TRAINING
     gcs_fault_tolerance: bool = False
     """Keep the GCS in the team's Redis (``components.team_redis``)."""
-    api_server_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    api_server_cidrs: Sequence[str] = ANYWHERE_CIDRS
     """Where the API server is: the autoscaler sidecar calls it (NetworkPolicies cannot select
     it by label)."""
     operator_namespace: str = "ray-system"

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
-from components.constants import LOGGING_NAMESPACE, MONITORING_NAMESPACE
+from components.constants import ANYWHERE_CIDRS, LOGGING_NAMESPACE, MONITORING_NAMESPACE
 
 from ..config.base import ConfigModel, DnsLabel, DnsSubdomain, cidr
 from ..config.quantity import Quantity
@@ -179,7 +179,7 @@ class AlertmanagerConfig(ConfigModel):
     """Replicas gossip to deduplicate notifications; 2 or 3 in prod."""
     receivers: list[AlertReceiverConfig] = []
     """Receivers. Empty: alerts are evaluated and shown but sent nowhere."""
-    egress_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    egress_cidrs: list[Cidr] = list(ANYWHERE_CIDRS)
     """Where notifications may go (Slack, PagerDuty, SMTP): the NetworkPolicy egress allowlist."""
     egress_ports: list[Port] = [443, 587]
     """Ports notifications use: HTTPS and SMTP submission by default."""
@@ -278,12 +278,12 @@ class ServiceMonitorsConfig(ConfigModel):
 class MonitoringNetworkConfig(ConfigModel):
     """Addresses NetworkPolicies cannot select by label: they are nodes, not pods."""
 
-    api_server_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    api_server_cidrs: list[Cidr] = list(ANYWHERE_CIDRS)
     """Where the API server's endpoints are (ports 443 and 6443). Narrow this in prod."""
-    node_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    node_cidrs: list[Cidr] = list(ANYWHERE_CIDRS)
     """Node addresses: the kubelets (10250: Prometheus and metrics-server read them) and the
     hostNetwork node-exporter (9100). Narrow in prod."""
-    object_storage_cidrs: list[Cidr] = ["0.0.0.0/0"]
+    object_storage_cidrs: list[Cidr] = list(ANYWHERE_CIDRS)
     """Where Loki's object storage is (port 443, or the endpoint's). Narrow in prod."""
     team_metrics_ports: list[Port] = [8000, 8080, 9090]
     """Team ports Prometheus may scrape besides any container port named ``metrics``."""
