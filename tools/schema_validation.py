@@ -14,6 +14,8 @@ per kind and reports every error; a manifest is valid here exactly when it is va
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -42,6 +44,10 @@ STATUSES: Final[tuple[Status, ...]] = ("valid", "invalid", "no-schema")
 CRD_SCHEMAS_ENV: Final = "AIPLATFORM_CRD_SCHEMAS"
 """Overrides where :func:`default_crd_location` points (a folder or a URL template)."""
 PROJECT_ROOT: Final = Path(__file__).resolve().parents[1]
+
+SCHEMA_CHECK_CACHE_ENV: Final = "AIPLATFORM_SCHEMA_CHECK_CACHE"
+"""Where :func:`check_crd_schema` keeps its verdicts (a folder; empty: keep none)."""
+_JSONSCHEMA_RELEASE: Final = importlib.metadata.version("jsonschema")
 
 CATALOG_LAYOUT: Final = "{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json"
 """Layout of the public CRDs catalog, appended to a location given without a template."""
@@ -489,6 +495,52 @@ def _python_patterns(node: Any, where: str, warnings: list[str]) -> Any:
     return copied
 
 
+def schema_check_cache() -> Path | None:
+    """``$AIPLATFORM_SCHEMA_CHECK_CACHE`` (empty: none), else the XDG cache folder: outside git,
+    shared by every checkout and process on the machine."""
+    configured = os.environ.get(SCHEMA_CHECK_CACHE_ENV)
+    if configured is not None:
+        return Path(configured).expanduser() if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ai-platform" / "schema-checks"
+
+
+def check_crd_schema(cls: type[Validator], schema: Mapping[str, Any], target: str) -> None:
+    """Check ``schema`` against its metaschema, or find that this exact schema passed before.
+
+    Why: the check walks the whole schema through the 2020-12 metaschema's dynamic references,
+    1-3.5 CPU-s for each of KubeRay's schemas (0.6-1 MB: every pod template spelled out), which
+    was most of a preview's schema step; validating manifests against them costs a fraction of
+    that. A verdict is kept only for a schema that passed, under the digest of its content (as
+    validated, after pattern translation), the validator class and the jsonschema release, so
+    an edited schema or another release is checked again, and a schema that fails is refused
+    every time.
+    """
+    cache = schema_check_cache()
+    marker: Path | None = None
+    if cache is not None:
+        digest = hashlib.sha256(
+            json.dumps(
+                [cls.__name__, _JSONSCHEMA_RELEASE, schema], sort_keys=True, separators=(",", ":")
+            ).encode()
+        ).hexdigest()
+        marker = cache / digest
+        if marker.is_file():
+            return
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise SchemaLocationError(
+            f"CRD schema {target} is not a valid JSON schema: {error.message}"
+        ) from error
+    if marker is not None:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{target}\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache only costs the next process the check again
+
+
 @functools.cache
 def _crd_validator(
     scheme: str, target: str, timeout: float, k8s_version: str, strict: bool
@@ -508,12 +560,7 @@ def _crd_validator(
         if strict and "additionalProperties" not in schema:
             schema["additionalProperties"] = False
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        raise SchemaLocationError(
-            f"CRD schema {target} is not a valid JSON schema: {error.message}"
-        ) from error
+    check_crd_schema(cls, schema, target)
     registry = _kubernetes_schemas(k8s_version, strict).registry
     return cls(schema, registry=registry), tuple(warnings)
 

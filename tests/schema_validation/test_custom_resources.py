@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,75 @@ def test_schema_file_that_is_not_a_json_schema_is_a_setup_error(tmp_path: Path) 
     write_schema(tmp_path, "example.com", "gadget_v1.json", [1, 2])
     with pytest.raises(sv.SchemaLocationError, match="is not a JSON object"):
         ManifestValidator("1.33", tmp_path).validate({**widget(), "kind": "Gadget"})
+
+
+WIDGET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+    },
+}
+
+
+@pytest.fixture
+def counted_checks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[object]]:
+    """A verdict cache of the test's own and every metaschema check the validator makes."""
+    monkeypatch.setenv(sv.SCHEMA_CHECK_CACHE_ENV, str(tmp_path / "checks"))
+    checked: list[object] = []
+    original = sv.jsonschema.Draft202012Validator.check_schema
+
+    def check(schema: object, *args: object, **kwargs: object) -> None:
+        checked.append(schema)
+        original(schema, *args, **kwargs)
+
+    monkeypatch.setattr(sv.jsonschema.Draft202012Validator, "check_schema", check)
+    sv.clear_caches()
+    yield checked
+    sv.clear_caches()
+
+
+def test_a_schema_that_passed_its_check_is_not_checked_again(
+    tmp_path: Path, counted_checks: list[object]
+) -> None:
+    catalog = tmp_path / "catalog"
+    write_schema(catalog, "example.com", "widget_v1.json", WIDGET_SCHEMA)
+    assert ManifestValidator("1.33", catalog).validate(widget(size=1)).status == "valid"
+    assert len(counted_checks) == 1
+    sv.clear_caches()  # another process: only the verdict on disk is left
+    result = ManifestValidator("1.33", catalog).validate(widget(size="one"))
+    assert (result.status, len(counted_checks)) == ("invalid", 1)
+    # An edited schema is another schema: checked again.
+    edited = {**WIDGET_SCHEMA, "required": ["spec"]}
+    write_schema(catalog, "example.com", "widget_v1.json", edited)
+    sv.clear_caches()
+    assert ManifestValidator("1.33", catalog).validate(widget(size=1)).status == "valid"
+    assert len(counted_checks) == 2
+
+
+def test_a_schema_that_failed_its_check_is_refused_every_time(
+    tmp_path: Path, counted_checks: list[object]
+) -> None:
+    catalog = tmp_path / "catalog"
+    write_schema(catalog, "example.com", "widget_v1.json", {"type": "object", "minProperties": -1})
+    for attempt in (1, 2):
+        sv.clear_caches()
+        with pytest.raises(sv.SchemaLocationError, match="is not a valid JSON schema"):
+            ManifestValidator("1.33", catalog).validate(widget())
+        assert len(counted_checks) == attempt
+    assert not list((tmp_path / "checks").glob("*"))
+
+
+def test_an_empty_cache_setting_checks_every_process(
+    tmp_path: Path, counted_checks: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(sv.SCHEMA_CHECK_CACHE_ENV, "")
+    catalog = tmp_path / "catalog"
+    write_schema(catalog, "example.com", "widget_v1.json", WIDGET_SCHEMA)
+    for attempt in (1, 2):
+        sv.clear_caches()
+        assert ManifestValidator("1.33", catalog).validate(widget(size=1)).status == "valid"
+        assert len(counted_checks) == attempt
+    assert not (tmp_path / "checks").exists()
