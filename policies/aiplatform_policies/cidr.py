@@ -11,6 +11,7 @@ whole IPv4 internet.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,7 +50,17 @@ _NOT_PUBLIC: Final[dict[int, tuple[str, ...]]] = {
 }
 
 
-def _interval(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Interval:
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.lru_cache(maxsize=4096)
+def _network(cidr: str) -> Network:
+    """Parsed once: a stack's NetworkPolicies repeat the same few blocks in every namespace,
+    and parsing is most of what checking them costs. Raises ``ValueError`` on bad input."""
+    return ipaddress.ip_network(cidr, strict=False)
+
+
+def _interval(network: Network) -> Interval:
     return int(network.network_address), int(network.broadcast_address)
 
 
@@ -72,9 +83,7 @@ class AddressSet:
 
     @classmethod
     def of(cls, version: int, cidrs: Iterable[str]) -> AddressSet:
-        return cls(
-            version, _normal(_interval(ipaddress.ip_network(c, strict=False)) for c in cidrs)
-        )
+        return cls(version, _normal(_interval(_network(c)) for c in cidrs))
 
     def union(self, other: AddressSet) -> AddressSet:
         return AddressSet(self.version, _normal((*self.intervals, *other.intervals)))
@@ -103,7 +112,7 @@ class AddressSet:
         return not other.minus(self).intervals
 
     def public(self) -> AddressSet:
-        return self.minus(AddressSet.of(self.version, _NOT_PUBLIC[self.version]))
+        return self.minus(_not_public(self.version))
 
 
 @dataclass(frozen=True)
@@ -115,11 +124,11 @@ class Addresses:
 
     def add(self, cidr: str, excepts: Iterable[str] = ()) -> Addresses:
         """With ``cidr`` minus its ``except`` blocks added; raises ``ValueError`` on bad input."""
-        block = ipaddress.ip_network(cidr, strict=False)
-        holes = [ipaddress.ip_network(e, strict=False) for e in excepts]
+        block = _network(cidr)
+        holes = [_network(e) for e in excepts]
         version = block.version
-        found = AddressSet.of(version, [str(block)]).minus(
-            AddressSet.of(version, [str(h) for h in holes if h.version == version])
+        found = AddressSet(version, (_interval(block),)).minus(
+            AddressSet(version, _normal(_interval(h) for h in holes if h.version == version))
         )
         if version == 4:
             return Addresses(self.v4.union(found), self.v6)
@@ -149,3 +158,8 @@ class Addresses:
 
 
 _IPV4_IN_IPV6: Final = ("::ffff:0:0/96", "64:ff9b::/96")
+
+
+@functools.cache
+def _not_public(version: int) -> AddressSet:
+    return AddressSet.of(version, _NOT_PUBLIC[version])
