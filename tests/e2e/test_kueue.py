@@ -341,14 +341,63 @@ def test_a_connection_to_a_dead_backend_is_closed():
     ip = "127.77.0.5"
     route = Route("ns", "svc", free_port_on(ip), free_port_on(clusters.LOOPBACK))
     api.objects["/api/v1/namespaces/ns/services/svc"] = service(ip, route.port)
-    proxy = ServiceProxy(api, [route], log=lambda line: None)
+    logged: list[str] = []
+    proxy = ServiceProxy(api, [route], log=logged.append, connect_window_s=0.5)
     proxy.start()
     try:
         address = wait_for("listening", lambda: proxy.address(route))
         with socket.create_connection(address, timeout=10) as conn:
             assert conn.recv(10) == b""  # closed, as by a Service whose pod does not listen
+        assert any("backend unreachable" in line for line in logged)
     finally:
         proxy.stop()
+
+
+def test_a_backend_back_within_the_connect_window_is_reached(monkeypatch):
+    api = FakeApi()
+    ip = "127.77.0.7"
+    backend = socket.socket()
+    backend.bind((clusters.LOOPBACK, 0))  # bound, not listening yet: connecting is refused
+    backend_address = backend.getsockname()
+    route = Route("ns", "svc", free_port_on(ip), backend_address[1])
+    api.objects["/api/v1/namespaces/ns/services/svc"] = service(ip, route.port)
+    attempts: list[str] = []
+    connect = socket.create_connection
+
+    def connect_then_listen(address, *args, **kwargs):
+        if tuple(address) != backend_address:
+            return connect(address, *args, **kwargs)
+        try:
+            result = connect(address, *args, **kwargs)
+            attempts.append("connected")
+            return result
+        except OSError:
+            attempts.append("refused")
+            backend.listen()  # the controller is back
+            server.start()
+            raise
+
+    def echo_once() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = backend.accept()
+            with conn:
+                conn.sendall(conn.recv(1024).upper())
+
+    monkeypatch.setattr(socket, "create_connection", connect_then_listen)
+    server = threading.Thread(target=echo_once, daemon=True)
+    proxy = ServiceProxy(api, [route], log=lambda line: None, connect_window_s=10)
+    proxy.start()
+    try:
+        address = wait_for("listening", lambda: proxy.address(route))
+        with connect(address, timeout=10) as conn:
+            conn.sendall(b"admission review")
+            assert conn.recv(1024) == b"ADMISSION REVIEW"
+        assert attempts == ["refused", "connected"]
+    finally:
+        proxy.stop()
+        close_listener(backend)
+        if server.is_alive():
+            server.join(timeout=10)
 
 
 def test_stopping_the_proxy_closes_listeners_connections_and_threads(tls_echo):

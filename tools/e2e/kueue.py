@@ -99,6 +99,12 @@ BACKOFF_S: Final = (1.0, 30.0)
 """First and longest pause before restarting a controller that exited."""
 STOP_GRACE_S: Final = 15.0
 CONNECT_TIMEOUT_S: Final = 5.0
+CONNECT_WINDOW_S: Final = 8.0
+"""How long a proxied connection keeps trying to reach its backend (a controller restarting, a
+listen queue full under load) before it is closed, as by a Service whose pod does not listen:
+below the API server's 10 s webhook timeout, so the call still fails as it would in a cluster
+when the backend stays away."""
+CONNECT_RETRY_S: Final = 0.25
 WATCH_TIMEOUT_S: Final = 300
 """The API server ends a watch after this; it is then listed and watched again."""
 WATCH_READ_TIMEOUT_S: Final = WATCH_TIMEOUT_S + 60.0
@@ -384,10 +390,15 @@ class ServiceProxy:
     """
 
     def __init__(
-        self, api: Api, routes: Sequence[Route], log: Callable[[str], None] = print
+        self,
+        api: Api,
+        routes: Sequence[Route],
+        log: Callable[[str], None] = print,
+        connect_window_s: float = CONNECT_WINDOW_S,
     ) -> None:
         self.api = api
         self.log = log
+        self.connect_window_s = connect_window_s
         self._routes = [_RouteState(route) for route in routes]
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -542,16 +553,26 @@ class ServiceProxy:
                 self._pipes.add(thread)
             thread.start()
 
-    def _pipe(self, client: socket.socket, route: Route) -> None:
-        """One connection: backend refused means the client sees its connection closed, as
-        with a Service whose pod does not listen."""
-        backend: socket.socket | None = None
-        try:
+    def _connect(self, route: Route) -> socket.socket | None:
+        """The backend, tried for :data:`CONNECT_WINDOW_S`; None when it stayed away."""
+        deadline = time.monotonic() + self.connect_window_s
+        while True:
             try:
-                backend = socket.create_connection(
+                return socket.create_connection(
                     (route.backend_host, route.backend_port), timeout=CONNECT_TIMEOUT_S
                 )
-            except OSError:
+            except OSError as error:
+                if time.monotonic() >= deadline or self._stop.wait(CONNECT_RETRY_S):
+                    self.log(f"proxy {route}: backend unreachable, connection closed: {error}")
+                    return None
+
+    def _pipe(self, client: socket.socket, route: Route) -> None:
+        """One connection: a backend that stays away means the client sees its connection
+        closed, as with a Service whose pod does not listen."""
+        backend: socket.socket | None = None
+        try:
+            backend = self._connect(route)
+            if backend is None:
                 return
             backend.settimeout(None)
             with self._lock:
