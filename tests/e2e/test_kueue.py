@@ -400,6 +400,43 @@ def test_a_backend_back_within_the_connect_window_is_reached(monkeypatch):
             server.join(timeout=10)
 
 
+def test_stopping_the_proxy_ends_connections_still_waiting_for_their_backend(monkeypatch):
+    # As when the API server keeps probing an aggregated API whose controller has stopped: many
+    # connections inside their connect window when the proxy stops; none outlives stop(), not
+    # even one still closing its sockets (made slow here) when stop() looks for them.
+    close = socket.socket.close
+
+    def slow_in_pipes(sock: socket.socket) -> None:
+        if threading.current_thread().name.startswith("pipe "):
+            time.sleep(0.5)
+        close(sock)
+
+    monkeypatch.setattr(socket.socket, "close", slow_in_pipes)
+    api = FakeApi()
+    ip = "127.77.0.8"
+    route = Route("ns", "svc", free_port_on(ip), free_port_on(clusters.LOOPBACK))
+    api.objects["/api/v1/namespaces/ns/services/svc"] = service(ip, route.port)
+    logged: list[str] = []
+    proxy = ServiceProxy(api, [route], log=logged.append, connect_window_s=600)
+    proxy.start()
+    clients: list[socket.socket] = []
+    try:
+        address = wait_for("listening", lambda: proxy.address(route))
+        clients = [socket.create_connection(address, timeout=10) for _ in range(20)]
+        wait_for(
+            "20 waiting pipes",
+            lambda: sum(n.startswith("pipe ") for n in proxy_threads()) == 20,
+        )
+        proxy.stop()
+        assert proxy_threads() == []
+        assert all(client.recv(10) == b"" for client in clients)
+        assert sum("backend unreachable" in line for line in logged) == 20
+    finally:
+        for client in clients:
+            client.close()
+        proxy.stop()
+
+
 def test_stopping_the_proxy_closes_listeners_connections_and_threads(tls_echo):
     api = FakeApi()
     ip = "127.77.0.6"

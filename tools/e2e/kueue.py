@@ -433,9 +433,12 @@ class ServiceProxy:
                 state.watcher.join(timeout=15)
         for state in self._routes:
             self._close_listener(state)
+        # No pipe starts or adds a connection once the flag is set (both check it under the
+        # lock), and a pipe leaves the set only here: what is joined is every pipe there was.
         with self._lock:
             connections = list(self._connections)
             pipes = list(self._pipes)
+            self._pipes.clear()
         for sock in connections:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -550,13 +553,14 @@ class ServiceProxy:
                 if self._stop.is_set():
                     client.close()
                     return
+                self._pipes = {t for t in self._pipes if t.is_alive()}
                 self._pipes.add(thread)
-            thread.start()
+                thread.start()
 
     def _connect(self, route: Route) -> socket.socket | None:
         """The backend, tried for :data:`CONNECT_WINDOW_S`; None when it stayed away."""
         deadline = time.monotonic() + self.connect_window_s
-        while True:
+        while not self._stop.is_set():
             try:
                 return socket.create_connection(
                     (route.backend_host, route.backend_port), timeout=CONNECT_TIMEOUT_S
@@ -565,6 +569,7 @@ class ServiceProxy:
                 if time.monotonic() >= deadline or self._stop.wait(CONNECT_RETRY_S):
                     self.log(f"proxy {route}: backend unreachable, connection closed: {error}")
                     return None
+        return None  # stopping
 
     def _pipe(self, client: socket.socket, route: Route) -> None:
         """One connection: a backend that stays away means the client sees its connection
@@ -576,6 +581,8 @@ class ServiceProxy:
                 return
             backend.settimeout(None)
             with self._lock:
+                if self._stop.is_set():
+                    return
                 self._connections.update((client, backend))
             upstream = threading.Thread(target=_pump, args=(client, backend), daemon=True)
             upstream.start()
@@ -586,7 +593,6 @@ class ServiceProxy:
                 self._connections.discard(client)
                 if backend is not None:
                     self._connections.discard(backend)
-                self._pipes.discard(threading.current_thread())
             client.close()
             if backend is not None:
                 backend.close()
