@@ -12,6 +12,7 @@ import yaml
 
 from tests.harness import ROOT
 from tools import preview
+from tools.policy_driver import PolicyPackProcess
 from tools.schema_validation import FieldError, ManifestValidator
 
 
@@ -127,3 +128,51 @@ def test_an_unsupported_kubernetes_version_comes_with_the_config_errors(tmp_path
         == "  Pulumi.old.yaml: ai-platform:teams[research].quota.gpus: must be >= 0, got -1"
     )
     assert lines[2].startswith("  Pulumi.old.yaml: ai-platform:cluster.kubernetesVersion: ")
+
+
+@dataclasses.dataclass
+class Launches:
+    order: list[str] = dataclasses.field(default_factory=list)  # "launch" and "program"
+    packs: list[PolicyPackProcess] = dataclasses.field(default_factory=list)
+
+
+@pytest.fixture
+def pack_launches(monkeypatch) -> Launches:
+    """Every policy pack process the preview starts, in order with the program's run."""
+    seen = Launches()
+    launch, run_program = PolicyPackProcess.launch, preview.run_stack_program
+
+    def recorded_launch(self: PolicyPackProcess) -> None:
+        if self.pid is None:
+            seen.order.append("launch")
+            seen.packs.append(self)
+        launch(self)
+
+    def recorded_program(*args, **kwargs):
+        seen.order.append("program")
+        return run_program(*args, **kwargs)
+
+    monkeypatch.setattr(PolicyPackProcess, "launch", recorded_launch)
+    monkeypatch.setattr(preview, "run_stack_program", recorded_program)
+    return seen
+
+
+def test_the_policy_pack_is_launched_once_before_the_program_and_ends_with_the_preview(
+    tmp_path, pack_launches
+):
+    assert _preview(ROOT, "dev", tmp_path) == 0
+    assert pack_launches.order == ["launch", "program"]
+    report = json.loads((tmp_path / "dev" / "report.json").read_text())
+    assert report["policy"]["resourcesAnalyzed"] == len(report["resources"])
+    assert pack_launches.packs[0].returncode is not None
+
+
+def test_a_program_that_fails_leaves_no_policy_pack_running(tmp_path, pack_launches, monkeypatch):
+    def failing(*args, **kwargs):
+        raise RuntimeError("the program failed")
+
+    monkeypatch.setattr(preview, "run_stack_program", failing)
+    with pytest.raises(RuntimeError, match="the program failed"):
+        _preview(ROOT, "dev", tmp_path)
+    assert pack_launches.order == ["launch"]
+    assert pack_launches.packs[0].returncode is not None

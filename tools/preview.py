@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,8 +26,8 @@ from infra.config.load import project_keys
 from .findings import LEVELS, Finding, config_keys, findings, format_findings
 from .mockrun import CapturedResource, MockRun, run_under_mocks, runs_in_process
 from .netpol import Cluster, ManifestError, kube_dns, reachability_matrix
-from .policy_driver import PolicyConfigError, PolicyDriverError
-from .policy_step import run_policies
+from .policy_driver import PolicyConfigError, PolicyDriverError, PolicyPackProcess
+from .policy_step import launch_policies, run_policies
 from .render import write_manifests
 from .schema_validation import (
     ManifestValidator,
@@ -151,6 +151,22 @@ def reachability(objects: list[CapturedResource]) -> tuple[dict[str, Any], str]:
     return {**matrix.to_json(), "summary": {**counts, "denied": len(pairs) - allowed}}, line
 
 
+@contextmanager
+def _early_pack(root: Path, stack: str, policies: bool) -> Iterator[PolicyPackProcess | None]:
+    """The policy pack's process, launched before the program runs and stopped on the way out
+    whatever happens. A pack that cannot even launch is left to the policy step, which launches
+    it again and reports why it failed."""
+    pack = None
+    if policies:
+        with suppress(PolicyDriverError):
+            pack = launch_policies(root, stack)
+    try:
+        yield pack
+    finally:
+        if pack is not None:
+            pack.close()
+
+
 def _timed(progress: Progress, key: str, label: str, fn: Callable[[], T]) -> T:
     with progress.step(key, label):
         return fn()
@@ -180,94 +196,100 @@ def preview(args: argparse.Namespace) -> int:
         print(f"--crd-schemas: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
-    run = _timed(
-        progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack)
-    )
-    files = _timed(
-        progress,
-        "render",
-        "render manifests",
-        lambda: write_manifests(run.resources, out / "manifests"),
-    )
-
-    objects = run.kubernetes_objects()
-    schema = _timed(
-        progress,
-        "schema",
-        f"schema validation (Kubernetes {config.cluster.kubernetes_version})",
-        lambda: validator.validate_all([r.inputs for r in objects]),
-    )
-    schema_results = schema.to_dict()
-
-    policy_report: dict[str, Any] | None = None
-    found: list[Finding] = []
-    mandatory = 0
-    if args.policies:
-        try:
-            policy_result, policy_config = _timed(
-                progress,
-                "policy",
-                "policy pack over the analyzer protocol",
-                lambda: run_policies(
-                    run.resources,
-                    stack=stack,
-                    environment=config.cluster.environment,
-                    project_root=root,
-                    config_file=Path(args.policy_config) if args.policy_config else None,
-                ),
-            )
-        except PolicyConfigError as exc:
-            print(f"policy config: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-        except PolicyDriverError as exc:
-            print(f"policy pack failed: {exc}", file=sys.stderr)
-            return EXIT_INVALID
-        keys = config_keys(run.resources, config) if policy_result.violations else {}
-        policy_report = {
-            **policy_result.to_dict(),
-            "configFile": str(policy_config) if policy_config else None,
-        }
-        for violation in policy_report["violations"]:
-            violation["configKey"] = keys.get(violation["urn"])
-        found = findings(policy_result.violations, run.resources, keys)
-        mandatory = policy_result.mandatory_count
-
-    provider_problems = explicit_provider_problems(run.resources)
-    reachable, reachability_line = reachability(objects)
-    report = {
-        "stack": stack,
-        "stackFile": stack_path.name,
-        "kubernetesVersion": config.cluster.kubernetes_version,
-        "crdSchemas": str(args.crd_schemas),
-        "resources": [{**r.to_record(), "manifest": files.get(r.urn)} for r in run.resources],
-        "outputs": run.value.model_dump(mode="json") if hasattr(run.value, "model_dump") else None,
-        "schema": schema_results,
-        "providerProblems": provider_problems,
-        "policy": policy_report,
-        "reachability": reachable,
-        "timings": progress.timings,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(
-        json.dumps(report, indent=2, sort_keys=False), encoding="utf-8"
-    )
-
-    print(
-        summary(
-            run,
-            schema,
-            provider_problems,
-            policy_report,
-            out,
-            reachability_line,
-            found=found,
-            quiet=args.quiet,
+    with _early_pack(root, stack, args.policies) as pack:
+        run = _timed(
+            progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack)
         )
-    )
-    failed = (
-        schema.failed(allow_missing=args.allow_missing_schemas) or provider_problems or mandatory
-    )
-    return EXIT_INVALID if failed else EXIT_OK
+        files = _timed(
+            progress,
+            "render",
+            "render manifests",
+            lambda: write_manifests(run.resources, out / "manifests"),
+        )
+
+        objects = run.kubernetes_objects()
+        schema = _timed(
+            progress,
+            "schema",
+            f"schema validation (Kubernetes {config.cluster.kubernetes_version})",
+            lambda: validator.validate_all([r.inputs for r in objects]),
+        )
+        schema_results = schema.to_dict()
+
+        policy_report: dict[str, Any] | None = None
+        found: list[Finding] = []
+        mandatory = 0
+        if args.policies:
+            try:
+                policy_result, policy_config = _timed(
+                    progress,
+                    "policy",
+                    "policy pack over the analyzer protocol",
+                    lambda: run_policies(
+                        run.resources,
+                        stack=stack,
+                        environment=config.cluster.environment,
+                        project_root=root,
+                        config_file=Path(args.policy_config) if args.policy_config else None,
+                        launched=pack,
+                    ),
+                )
+            except PolicyConfigError as exc:
+                print(f"policy config: {exc}", file=sys.stderr)
+                return EXIT_CONFIG
+            except PolicyDriverError as exc:
+                print(f"policy pack failed: {exc}", file=sys.stderr)
+                return EXIT_INVALID
+            keys = config_keys(run.resources, config) if policy_result.violations else {}
+            policy_report = {
+                **policy_result.to_dict(),
+                "configFile": str(policy_config) if policy_config else None,
+            }
+            for violation in policy_report["violations"]:
+                violation["configKey"] = keys.get(violation["urn"])
+            found = findings(policy_result.violations, run.resources, keys)
+            mandatory = policy_result.mandatory_count
+
+        provider_problems = explicit_provider_problems(run.resources)
+        reachable, reachability_line = reachability(objects)
+        report = {
+            "stack": stack,
+            "stackFile": stack_path.name,
+            "kubernetesVersion": config.cluster.kubernetes_version,
+            "crdSchemas": str(args.crd_schemas),
+            "resources": [{**r.to_record(), "manifest": files.get(r.urn)} for r in run.resources],
+            "outputs": run.value.model_dump(mode="json")
+            if hasattr(run.value, "model_dump")
+            else None,
+            "schema": schema_results,
+            "providerProblems": provider_problems,
+            "policy": policy_report,
+            "reachability": reachable,
+            "timings": progress.timings,
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(
+            json.dumps(report, indent=2, sort_keys=False), encoding="utf-8"
+        )
+
+        print(
+            summary(
+                run,
+                schema,
+                provider_problems,
+                policy_report,
+                out,
+                reachability_line,
+                found=found,
+                quiet=args.quiet,
+            )
+        )
+        failed = (
+            schema.failed(allow_missing=args.allow_missing_schemas)
+            or provider_problems
+            or mandatory
+        )
+        return EXIT_INVALID if failed else EXIT_OK
 
 
 def summary(

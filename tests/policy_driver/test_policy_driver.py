@@ -322,6 +322,53 @@ def test_two_processes_give_the_same_result(
     assert len(pid_file.read_text().split()) == 4
 
 
+def test_a_pack_launched_early_is_the_one_the_run_uses(
+    main_pack: Path, main_run: tuple[pd.PolicyRunResult, list[int]], tmp_path: Path, pid_file: Path
+) -> None:
+    config = tmp_path / "dev.json"
+    config.write_text(json.dumps(MAIN_CONFIG))
+    launched = pd.launch_policy_pack(main_pack, stack="dev", project="proj")
+    try:
+        assert launched.alive() and launched.channel is None  # started, not waited for
+        result = pd.run_policy_pack(
+            main_pack,
+            RECORDS,
+            config_path=config,
+            stack_tags={"team": "research"},
+            processes=1,
+            launched=launched,
+        )
+        assert result.violations == main_run[0].violations
+        assert len(pid_file.read_text().split()) == 2  # one pack process: the launched one
+        assert launched.channel is None  # asked to end; waiting for it is ours
+    finally:
+        launched.close()
+    assert launched.returncode is not None
+
+
+def test_a_pack_launched_for_another_stack_is_refused_and_asked_to_end(
+    main_pack: Path, pid_file: Path
+) -> None:
+    launched = pd.launch_policy_pack(main_pack, stack="prod", project="proj")
+    try:
+        with pytest.raises(ValueError, match=r"PULUMI_STACK.*prod.*this run needs"):
+            pd.run_policy_pack(main_pack, RECORDS, launched=launched)
+        assert launched.returncode is None  # not reaped: close() is the caller's
+    finally:
+        launched.close()
+    assert launched.returncode is not None
+
+
+def test_stop_asks_the_pack_to_end_and_close_waits_for_it(main_pack: Path, pid_file: Path) -> None:
+    pack = pd.PolicyPackProcess(main_pack, env={"PULUMI_STACK": "dev", "PULUMI_PROJECT": "proj"})
+    pack.start()
+    pack.stop()
+    assert pack.channel is None and pack.returncode is None
+    pack.close()
+    assert pack.returncode is not None
+    assert_all_gone(pid_file)
+
+
 # --- config defaults and levels ---------------------------------------------------------------
 
 

@@ -27,18 +27,20 @@ Deliberate differences from the CLI, all for speed or safety: Analyze calls go o
 (the engine sends them as it generates steps); Remediate is only called when some resource
 policy is at the remediate level (pulumi_policy's Remediate does nothing otherwise); for 1000+
 records a second copy of the pack serves AnalyzeStack while the first serves Analyze
-(`processes=1` keeps the CLI's single process); and the config file is checked more strictly
-(unknown policy names and property keys are errors, not silently passed on).
+(`processes=1` keeps the CLI's single process); a copy may be launched before its records exist
+(`launch_policy_pack`, as the engine loads analyzers before it runs the program); and the config
+file is checked more strictly (unknown policy names and property keys are errors, not silently
+passed on).
 
 The package follows the conversation: ``errors``, ``results`` (what a run found), ``config`` (the
 ``--policy-pack-config`` file), ``records`` (resource records to protobuf), ``process`` (the pack's
-process), ``analyzer`` (the engine's calls: ``run_policy_pack``) and ``cli``
-(``python -m tools.policy_driver``).
+process), ``analyzer`` (the engine's calls: ``run_policy_pack``; ``launch_policy_pack`` starts a
+pack before its records exist) and ``cli`` (``python -m tools.policy_driver``).
 """
 
 from __future__ import annotations
 
-from .analyzer import run_policy_pack
+from .analyzer import launch_policy_pack, run_policy_pack
 from .cli import main
 from .config import PolicyConfigEntry, load_policy_pack_config, reconcile_policy_config
 from .errors import (
@@ -94,6 +96,7 @@ __all__ = [
     "format_violations",
     "group_violations",
     "has_mandatory",
+    "launch_policy_pack",
     "load_policy_pack_config",
     "load_records",
     "main",

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -356,8 +357,9 @@ def _boot(
     startup_timeout: float,
     rpc_timeout: float,
 ) -> AnalyzerInfo:
-    """Start one pack and take it through the engine's calls up to GetPluginInfo."""
-    pack.start()
+    """Start one pack (or wait for one launched earlier) and take it through the engine's calls
+    up to GetPluginInfo."""
+    pack.connect()
     stub = analyzer_pb2_grpc.AnalyzerStub(pack.channel)
     _handshake(pack, stub, startup_timeout)
     _call(
@@ -513,6 +515,46 @@ def _stack_findings(
     ]
 
 
+def _matching(
+    launched: PolicyPackProcess,
+    pack_dir: str | os.PathLike[str],
+    python: str | None,
+    env: Mapping[str, str],
+) -> PolicyPackProcess:
+    """``launched``, if it was started for this run: the same pack, interpreter and stack."""
+    if launched.pack_dir != Path(pack_dir) or launched.python != python or launched.env != env:
+        raise ValueError(
+            f"the launched policy pack runs {launched.pack_dir} with {launched.env}; "
+            f"this run needs {pack_dir} with {dict(env)}"
+        )
+    return launched
+
+
+def launch_policy_pack(
+    pack_dir: str | os.PathLike[str],
+    *,
+    stack: str,
+    project: str,
+    organization: str = "",
+    dry_run: bool = True,
+    stack_config: Mapping[str, str] | None = None,
+    python: str | None = None,
+    startup_timeout: float = 30.0,
+) -> PolicyPackProcess:
+    """A copy of the pack started now, for a :func:`run_policy_pack` with the same stack,
+    project and settings later (its ``launched``): the pack's interpreter start and imports, most
+    of what the policy step costs on a small stack, overlap whatever the caller does meanwhile.
+    The caller closes it, whether that run came or not."""
+    pack = PolicyPackProcess(
+        pack_dir,
+        python=python,
+        env=_pack_env(project, stack, dry_run, organization, stack_config),
+        startup_timeout=startup_timeout,
+    )
+    pack.launch()
+    return pack
+
+
 def run_policy_pack(
     pack_dir: str | os.PathLike[str],
     records: Sequence[Mapping[str, Any]],
@@ -529,6 +571,7 @@ def run_policy_pack(
     processes: int | None = None,
     startup_timeout: float = 30.0,
     rpc_timeout: float = 120.0,
+    launched: PolicyPackProcess | None = None,
 ) -> PolicyRunResult:
     """Run `pack_dir` against `records` as `pulumi preview --policy-pack` would.
 
@@ -544,39 +587,50 @@ def run_policy_pack(
     no state between RPCs (pulumi_policy hands every call fresh arguments); use
     `processes=1` for the CLI's exact single-process order.
 
-    Every pack process is stopped before this returns or raises.
+    `launched`: a copy from :func:`launch_policy_pack`, used as the first process; it must have
+    been launched for this run's pack, stack, project and settings. It stays the caller's: this
+    asks it to end (:meth:`PolicyPackProcess.stop`) on every path, and the caller's ``close()``
+    waits for it, so that what the caller does meanwhile overlaps the pack's exit.
+
+    Every other pack process is stopped and waited for before this returns or raises.
     """
-    records = list(records)
-    check_records(records)
-    file_config = load_policy_pack_config(config_path) if config_path else {}
-    urn_stack, urn_project = _urn_stack_project(records[0]["urn"]) if records else ("", "")
-    stack = stack or urn_stack or "dev"
-    project = project or urn_project or "project"
-    n_proc = processes if processes is not None else _default_processes(len(records))
-    if n_proc < 1:
-        raise ValueError("processes must be >= 1")
-    env = _pack_env(project, stack, dry_run, organization, stack_config)
-    stack_req = analyzer_pb2.AnalyzerStackConfigureRequest(
-        stack=stack,
-        project=project,
-        organization=organization,
-        dry_run=dry_run,
-        config=dict(stack_config or {}),
-        tags=dict(stack_tags or {}),
-    )
-    packs = [
-        PolicyPackProcess(pack_dir, python=python, env=env, startup_timeout=startup_timeout)
-        for _ in range(n_proc)
-    ]
     with contextlib.ExitStack() as cleanup:
-        for p in packs:
+        if launched is not None:
+            cleanup.callback(launched.stop)
+        records = list(records)
+        check_records(records)
+        file_config = load_policy_pack_config(config_path) if config_path else {}
+        urn_stack, urn_project = _urn_stack_project(records[0]["urn"]) if records else ("", "")
+        stack = stack or urn_stack or "dev"
+        project = project or urn_project or "project"
+        n_proc = processes if processes is not None else _default_processes(len(records))
+        if n_proc < 1:
+            raise ValueError("processes must be >= 1")
+        env = _pack_env(project, stack, dry_run, organization, stack_config)
+        first = [] if launched is None else [_matching(launched, pack_dir, python, env)]
+        more = [
+            PolicyPackProcess(pack_dir, python=python, env=env, startup_timeout=startup_timeout)
+            for _ in range(max(0, n_proc - len(first)))
+        ]
+        for p in more:
             cleanup.callback(p.close)
+        packs = first + more
+        for p in packs:  # asked to end together; then each close() waits
+            cleanup.callback(p.stop)
+        stack_req = analyzer_pb2.AnalyzerStackConfigureRequest(
+            stack=stack,
+            project=project,
+            organization=organization,
+            dry_run=dry_run,
+            config=dict(stack_config or {}),
+            tags=dict(stack_tags or {}),
+        )
         info, by_urn, resources = _boot_all(packs, stack_req, records, startup_timeout, rpc_timeout)
         info = _configure(packs, info, file_config, config_path, pack_dir, rpc_timeout)
         remediate = _remediates(info)
         # With two copies or more the last serves AnalyzeStack while the others serve Analyze,
         # unless AnalyzeStack must see remediated inputs.
-        split = n_proc > 1 and not remediate
+        split = len(packs) > 1 and not remediate
         analyze_packs, stack_pack = (packs[:-1], packs[-1]) if split else (packs, packs[0])
         stack_future = _analyze_stack(stack_pack, resources, rpc_timeout) if split else None
         fanout = _Fanout(analyze_packs, info, remediate, max_in_flight, rpc_timeout)

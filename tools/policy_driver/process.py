@@ -126,6 +126,7 @@ class PolicyPackProcess:
         self._threads: list[threading.Thread] = []
         self._port_line: list[bytes] = []
         self._port_ready = threading.Event()
+        self._stop_sent: float | None = None  # when stop() interrupted the pack
         self.port: int | None = None
         self.channel: grpc.Channel | None = None
         self.project: dict[str, Any] = {}
@@ -154,10 +155,47 @@ class PolicyPackProcess:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def python(self) -> str | None:
+        """The interpreter asked for (None: the pack's own, as the CLI picks it)."""
+        return self._python
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What this pack's environment adds to the driver's (the engine's constructEnv)."""
+        return dict(self._extra_env)
+
     def start(self) -> grpc.Channel:
         """Launch the pack, wait for its port line, open and return the channel."""
         if self._proc is not None:
             raise RuntimeError("PolicyPackProcess.start() called twice")
+        return self.connect()
+
+    def connect(self) -> grpc.Channel:
+        """Wait for the port line of the pack (launching it first if :meth:`launch` has not),
+        open and return the channel."""
+        if self.channel is not None:
+            raise RuntimeError("PolicyPackProcess.connect() called twice")
+        self.launch()
+        try:
+            self.port = self._wait_for_port()
+            self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=_CHANNEL_OPTIONS)
+            try:
+                grpc.channel_ready_future(self.channel).result(timeout=self._startup_timeout)
+            except grpc.FutureTimeoutError as e:
+                raise PackStartError(
+                    self._describe(f"policy pack did not accept connections on port {self.port}")
+                ) from e
+        except BaseException:
+            self.close()
+            raise
+        return self.channel
+
+    def launch(self) -> None:
+        """Start the pack's process and return at once: it imports and starts serving while
+        the caller goes on (the preview runs the program meanwhile). Once only; a no-op after."""
+        if self._proc is not None:
+            return
         cmd, cwd = pack_launch_command(self.pack_dir, self._python)
         self.project = _load_pack_project(cwd)
         env = {**os.environ, **self._extra_env}
@@ -178,19 +216,6 @@ class PolicyPackProcess:
         atexit.register(self.close)
         self._spawn(self._read_stderr)
         self._spawn(self._read_stdout)
-        try:
-            self.port = self._wait_for_port()
-            self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=_CHANNEL_OPTIONS)
-            try:
-                grpc.channel_ready_future(self.channel).result(timeout=self._startup_timeout)
-            except grpc.FutureTimeoutError as e:
-                raise PackStartError(
-                    self._describe(f"policy pack did not accept connections on port {self.port}")
-                ) from e
-        except BaseException:
-            self.close()
-            raise
-        return self.channel
 
     def _spawn(self, target: Callable[[], None]) -> None:
         t = threading.Thread(target=target, daemon=True, name=f"policy-pack-{target.__name__}")
@@ -305,19 +330,29 @@ class PolicyPackProcess:
         """True while the pack process is running."""
         return self._proc is not None and self._exit_status(0.0) is None
 
-    def close(self) -> None:
-        """Close the channel and stop the process group; safe to call repeatedly."""
-        with contextlib.suppress(Exception):
-            atexit.unregister(self.close)
+    def stop(self) -> None:
+        """Close the channel and ask the pack to end (the CLI's interrupt), without waiting for
+        it: :meth:`close` waits, what is done meanwhile overlaps the pack's exit."""
         if self.channel is not None:
             self.channel.close()
             self.channel = None
         proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if proc is None or proc.returncode is not None or self._stop_sent is not None:
             return
         if self._exit_status(0.0) is None:
             self._signal_group(proc, self._stop_signal)
-            self._exit_status(self._grace)
+        self._stop_sent = time.monotonic()
+
+    def close(self) -> None:
+        """Stop the process group and wait for it: the interrupt, then SIGKILL to whatever is
+        left `grace` seconds after it; safe to call repeatedly."""
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.close)
+        self.stop()
+        proc = self._proc
+        if proc is None or proc.returncode is not None or self._stop_sent is None:
+            return
+        self._exit_status(max(0.0, self._stop_sent + self._grace - time.monotonic()))
         self._kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=self._grace)
