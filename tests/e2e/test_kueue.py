@@ -336,14 +336,19 @@ def test_the_proxy_refuses_a_cluster_ip_outside_loopback(proxy_of):
     assert proxy.address(route) is None
 
 
-def test_a_connection_to_a_dead_backend_is_closed():
+def dead_backend_proxy(ip: str, connect_window_s: float) -> tuple[ServiceProxy, Route, list[str]]:
+    """A started proxy for a Service whose backend port nothing listens on, and its log."""
     api = FakeApi()
-    ip = "127.77.0.5"
     route = Route("ns", "svc", free_port_on(ip), free_port_on(clusters.LOOPBACK))
     api.objects["/api/v1/namespaces/ns/services/svc"] = service(ip, route.port)
     logged: list[str] = []
-    proxy = ServiceProxy(api, [route], log=logged.append, connect_window_s=0.5)
+    proxy = ServiceProxy(api, [route], log=logged.append, connect_window_s=connect_window_s)
     proxy.start()
+    return proxy, route, logged
+
+
+def test_a_connection_to_a_dead_backend_is_closed():
+    proxy, route, logged = dead_backend_proxy("127.77.0.5", connect_window_s=0.5)
     try:
         address = wait_for("listening", lambda: proxy.address(route))
         with socket.create_connection(address, timeout=10) as conn:
@@ -412,13 +417,7 @@ def test_stopping_the_proxy_ends_connections_still_waiting_for_their_backend(mon
         close(sock)
 
     monkeypatch.setattr(socket.socket, "close", slow_in_pipes)
-    api = FakeApi()
-    ip = "127.77.0.8"
-    route = Route("ns", "svc", free_port_on(ip), free_port_on(clusters.LOOPBACK))
-    api.objects["/api/v1/namespaces/ns/services/svc"] = service(ip, route.port)
-    logged: list[str] = []
-    proxy = ServiceProxy(api, [route], log=logged.append, connect_window_s=600)
-    proxy.start()
+    proxy, route, logged = dead_backend_proxy("127.77.0.8", connect_window_s=600)
     clients: list[socket.socket] = []
     try:
         address = wait_for("listening", lambda: proxy.address(route))

@@ -150,19 +150,20 @@ def main_run(
     main_pack: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[pd.PolicyRunResult, list[int]]:
     tmp = tmp_path_factory.mktemp("main-run")
-    config = tmp / "dev.json"
-    config.write_text(json.dumps(MAIN_CONFIG))
     pid_path = tmp / "pids"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TEST_POLICY_PACK_PIDS", str(pid_path))
-        result = pd.run_policy_pack(
-            main_pack,
-            RECORDS,
-            config_path=config,
-            stack_tags={"team": "research"},
-            processes=1,
-        )
+        result = _run_main(main_pack, tmp, processes=1)
     return result, [int(x) for x in pid_path.read_text().split()]
+
+
+def _run_main(pack: Path, folder: Path, **options: Any) -> pd.PolicyRunResult:
+    """The main pack over RECORDS with MAIN_CONFIG (written into ``folder``) and a stack tag."""
+    config = folder / "dev.json"
+    config.write_text(json.dumps(MAIN_CONFIG))
+    return pd.run_policy_pack(
+        pack, RECORDS, config_path=config, stack_tags={"team": "research"}, **options
+    )
 
 
 def _by(result: pd.PolicyRunResult, policy: str, urn: str | None = None) -> list[pd.Violation]:
@@ -313,11 +314,7 @@ def test_grouping_and_report(main_run: tuple[pd.PolicyRunResult, list[int]]) -> 
 def test_two_processes_give_the_same_result(
     main_pack: Path, main_run: tuple[pd.PolicyRunResult, list[int]], tmp_path: Path, pid_file: Path
 ) -> None:
-    config = tmp_path / "dev.json"
-    config.write_text(json.dumps(MAIN_CONFIG))
-    result = pd.run_policy_pack(
-        main_pack, RECORDS, config_path=config, stack_tags={"team": "research"}, processes=2
-    )
+    result = _run_main(main_pack, tmp_path, processes=2)
     assert result.violations == main_run[0].violations
     assert len(pid_file.read_text().split()) == 4
 
@@ -325,19 +322,10 @@ def test_two_processes_give_the_same_result(
 def test_a_pack_launched_early_is_the_one_the_run_uses(
     main_pack: Path, main_run: tuple[pd.PolicyRunResult, list[int]], tmp_path: Path, pid_file: Path
 ) -> None:
-    config = tmp_path / "dev.json"
-    config.write_text(json.dumps(MAIN_CONFIG))
     launched = pd.launch_policy_pack(main_pack, stack="dev", project="proj")
     try:
         assert launched.alive() and launched.channel is None  # started, not waited for
-        result = pd.run_policy_pack(
-            main_pack,
-            RECORDS,
-            config_path=config,
-            stack_tags={"team": "research"},
-            processes=1,
-            launched=launched,
-        )
+        result = _run_main(main_pack, tmp_path, processes=1, launched=launched)
         assert result.violations == main_run[0].violations
         assert len(pid_file.read_text().split()) == 2  # one pack process: the launched one
         assert launched.channel is None  # asked to end; waiting for it is ours
