@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,3 +179,35 @@ def test_a_program_that_fails_leaves_no_policy_pack_running(tmp_path, pack_launc
         _preview(ROOT, "dev", tmp_path)
     assert pack_launches.order == ["launch"]
     assert pack_launches.packs[0].returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("stack", "breaks", "code", "line"),
+    [
+        ("dev", False, 0, "manifests and report.json in "),
+        ("dev", True, 2, "  Pulumi.dev.yaml: ai-platform:teams[research].quota.gpus: must be >= 0"),
+    ],
+)
+def test_the_command_ends_with_its_exit_code_and_all_its_output_piped(
+    tmp_path, stack, breaks, code, line
+):
+    # The command leaves without the interpreter's teardown: what it printed must still arrive.
+    root = ROOT
+    if breaks:
+        document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+        document["config"]["ai-platform:teams"][0]["quota"]["gpus"] = -1
+        root = _project(tmp_path, stack, document)
+    command = ["-m", "tools.preview", "--stack", stack, "--project-root", str(root)]
+    done = subprocess.run(
+        [sys.executable, *command, "--out", str(tmp_path / "out"), "--no-policies"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},  # buffered, as piped
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == code, done.stderr
+    output = done.stdout if code == 0 else done.stderr
+    assert output.endswith("\n") and any(x.startswith(line) for x in output.splitlines())
+    if code == 0:  # the summary's last line, last out of the buffer
+        assert output.splitlines()[-1].startswith(line)

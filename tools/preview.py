@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from infra.config import ConfigError, ConfigIssue, StackFile
 from infra.config.load import project_keys
@@ -373,5 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     return preview(parse_args(argv))
 
 
+def exit_at_once(code: int) -> NoReturn:
+    """End the process without tearing the interpreter down: after a prod preview, freeing the
+    mock run's objects and every imported module one by one takes 0.4 s, a tenth of the run
+    (docs/performance.md), for nothing. Everything is done by then: files written and closed,
+    pack processes waited for; only the standard streams are left to flush."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())

@@ -85,6 +85,20 @@ def test_steps_worker_records_every_steps_cpu(tmp_path: Path) -> None:
     assert cpu["program"] > 0
 
 
+def test_steps_worker_counts_the_policy_packs_processes_in_the_policy_step(tmp_path: Path) -> None:
+    # The pack is launched before the program and reaped after the report: its CPU is the
+    # policy step's all the same.
+    cpu_file = tmp_path / "cpu.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    args = ["--stack", "dev", "--out", str(tmp_path), "--quiet"]
+    assert steps_main([str(cpu_file), "--", *args]) == 0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    packs = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = json.loads(cpu_file.read_text(encoding="utf-8"))["cpuSeconds"]
+    assert packs > 0
+    assert cpu["policy"] >= round(packs, 4)
+
+
 def test_steps_worker_refuses_a_command_line_without_its_separator(capsys) -> None:
     assert steps_main(["cpu.json", "--stack", "dev"]) == 2
     assert "usage" in capsys.readouterr().err
