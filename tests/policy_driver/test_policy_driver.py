@@ -334,7 +334,7 @@ def test_a_pack_launched_early_is_the_one_the_run_uses(
     assert launched.returncode is not None
 
 
-def test_a_pack_launched_for_another_stack_is_refused_and_asked_to_end(
+def test_a_pack_launched_for_another_stack_is_refused_and_left_to_its_caller(
     main_pack: Path, pid_file: Path
 ) -> None:
     launched = pd.launch_policy_pack(main_pack, stack="prod", project="proj")

@@ -588,49 +588,47 @@ def run_policy_pack(
     `processes=1` for the CLI's exact single-process order.
 
     `launched`: a copy from :func:`launch_policy_pack`, used as the first process; it must have
-    been launched for this run's pack, stack, project and settings. It stays the caller's: this
-    asks it to end (:meth:`PolicyPackProcess.stop`) on every path, and the caller's ``close()``
-    waits for it, so that what the caller does meanwhile overlaps the pack's exit.
+    been launched for this run's pack, stack, project and settings. It stays the caller's, who
+    closes it: once the run has started this asks it to end (:meth:`PolicyPackProcess.stop`),
+    and what the caller does until its ``close()`` overlaps the pack's exit.
 
     Every other pack process is stopped and waited for before this returns or raises.
     """
+    records = list(records)
+    check_records(records)
+    file_config = load_policy_pack_config(config_path) if config_path else {}
+    urn_stack, urn_project = _urn_stack_project(records[0]["urn"]) if records else ("", "")
+    stack = stack or urn_stack or "dev"
+    project = project or urn_project or "project"
+    n_proc = processes if processes is not None else _default_processes(len(records))
+    if n_proc < 1:
+        raise ValueError("processes must be >= 1")
+    env = _pack_env(project, stack, dry_run, organization, stack_config)
+    stack_req = analyzer_pb2.AnalyzerStackConfigureRequest(
+        stack=stack,
+        project=project,
+        organization=organization,
+        dry_run=dry_run,
+        config=dict(stack_config or {}),
+        tags=dict(stack_tags or {}),
+    )
+    first = [] if launched is None else [_matching(launched, pack_dir, python, env)]
+    more = [
+        PolicyPackProcess(pack_dir, python=python, env=env, startup_timeout=startup_timeout)
+        for _ in range(max(0, n_proc - len(first)))
+    ]
+    packs = first + more
     with contextlib.ExitStack() as cleanup:
-        if launched is not None:
-            cleanup.callback(launched.stop)
-        records = list(records)
-        check_records(records)
-        file_config = load_policy_pack_config(config_path) if config_path else {}
-        urn_stack, urn_project = _urn_stack_project(records[0]["urn"]) if records else ("", "")
-        stack = stack or urn_stack or "dev"
-        project = project or urn_project or "project"
-        n_proc = processes if processes is not None else _default_processes(len(records))
-        if n_proc < 1:
-            raise ValueError("processes must be >= 1")
-        env = _pack_env(project, stack, dry_run, organization, stack_config)
-        first = [] if launched is None else [_matching(launched, pack_dir, python, env)]
-        more = [
-            PolicyPackProcess(pack_dir, python=python, env=env, startup_timeout=startup_timeout)
-            for _ in range(max(0, n_proc - len(first)))
-        ]
         for p in more:
             cleanup.callback(p.close)
-        packs = first + more
-        for p in packs:  # asked to end together; then each close() waits
+        for p in packs:  # asked to end together; then each of ours is waited for
             cleanup.callback(p.stop)
-        stack_req = analyzer_pb2.AnalyzerStackConfigureRequest(
-            stack=stack,
-            project=project,
-            organization=organization,
-            dry_run=dry_run,
-            config=dict(stack_config or {}),
-            tags=dict(stack_tags or {}),
-        )
         info, by_urn, resources = _boot_all(packs, stack_req, records, startup_timeout, rpc_timeout)
         info = _configure(packs, info, file_config, config_path, pack_dir, rpc_timeout)
         remediate = _remediates(info)
         # With two copies or more the last serves AnalyzeStack while the others serve Analyze,
         # unless AnalyzeStack must see remediated inputs.
-        split = len(packs) > 1 and not remediate
+        split = n_proc > 1 and not remediate
         analyze_packs, stack_pack = (packs[:-1], packs[-1]) if split else (packs, packs[0])
         stack_future = _analyze_stack(stack_pack, resources, rpc_timeout) if split else None
         fanout = _Fanout(analyze_packs, info, remediate, max_in_flight, rpc_timeout)
