@@ -236,8 +236,7 @@ class Counts:
     """What the SDK does for a run, counted: the figures that say where CPU time goes when
     they differ between our program and the floor, and that do not move between runs.
 
-    Registrations; the frames the SDK turns into source positions (it walks the whole Python
-    stack at every registration); Outputs created; explicit and property dependencies sent;
+    Registrations; Outputs created; explicit and property dependencies sent;
     the cyclic collector's passes and the objects they examined; the interpreter's allocated
     memory blocks at their peak (sampled every 100 registrations) and, with ``traced``, the
     peak of the memory tracemalloc saw allocated (slow: a diagnosis, not a figure to time).
@@ -247,7 +246,6 @@ class Counts:
         self.traced = traced
         self.values: dict[str, int] = {
             "registrations": 0,
-            "stackFrames": 0,
             "outputs": 0,
             "dependencies": 0,
             "propertyDependencies": 0,
@@ -259,22 +257,14 @@ class Counts:
 
     def run(self, run: Callable[[], int]) -> dict[str, int]:
         import gc
-        import traceback
 
         import pulumi
-        from pulumi.runtime import resource as sdk_resource
 
         from tools import mockrun
 
         values = self.values
-        extract_stack = traceback.extract_stack
         output_init = pulumi.Output.__init__
         register = mockrun.CapturingMonitor.RegisterResource
-
-        def counted_stack(*args: Any, **kwargs: Any) -> Any:
-            stack = extract_stack(*args, **kwargs)
-            values["stackFrames"] += len(stack) - 1  # less this wrapper's own frame
-            return stack
 
         def counted_output(output: Any, *args: Any, **kwargs: Any) -> None:
             values["outputs"] += 1
@@ -301,7 +291,6 @@ class Counts:
                 ) + sum(len(gc.get_objects(g)) for g in range(1, generation + 1))
 
         patches: list[tuple[Any, str, Any, Any]] = [
-            (sdk_resource.traceback, "extract_stack", counted_stack, extract_stack),
             (pulumi.Output, "__init__", counted_output, output_init),
             (mockrun.CapturingMonitor, "RegisterResource", counted_register, register),
         ]

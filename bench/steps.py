@@ -3,10 +3,13 @@
 Why: the preview's own step timings (``report.json``) are wall clock, which on a shared machine
 grows with the neighbours' load as much as with the stack. This runs ``tools.preview`` in the
 same process exactly as ``python -m tools.preview`` would, and writes to ``CPU_JSON`` the CPU
-seconds of every step: this process's (all threads) plus those of the child processes it reaped
-during the step. The policy pack's processes, the preview's only children, are launched before
-the program and waited for at the end of the preview: what they cost, reaped after the steps,
-is the policy step's.
+seconds of every step.
+
+A step on the main thread gets this process's CPU over the step (all threads: the mock monitor
+answers on executor threads), less what a step running beside it on a thread of its own used
+meanwhile; such a step (the policy step) gets its thread's CPU. The policy step also gets the
+CPU of the pack's processes, the preview's only children, reaped at the end of the preview (they
+are launched before the program and waited for after the report).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import resource
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -26,6 +30,33 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class BesideSteps:
+    """The CPU used so far by the steps that run on threads of their own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[int, float]] = {}  # thread id: (CPU clock, at its start)
+        self._ended = 0.0
+
+    def start(self) -> None:
+        clock = time.pthread_getcpuclockid(threading.get_ident())
+        with self._lock:
+            self._running[threading.get_ident()] = (clock, time.clock_gettime(clock))
+
+    def end(self) -> float:
+        """This thread's step has ended: the CPU it used."""
+        with self._lock:
+            clock, start = self._running.pop(threading.get_ident())
+            used = time.clock_gettime(clock) - start
+            self._ended += used
+        return used
+
+    def used(self) -> float:
+        with self._lock:
+            running = sum(time.clock_gettime(c) - s for c, s in self._running.values())
+            return self._ended + running
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2 or args[1] != "--":
@@ -35,31 +66,32 @@ def main(argv: list[str] | None = None) -> int:
     import tools.preview as preview
 
     cpu: dict[str, float] = {}
-    counted_children = 0.0  # children's CPU counted in a step
-    step = preview.Progress.step
+    beside = BesideSteps()
+    timing = preview.Progress.timing
 
     @contextmanager
-    def timed_step(self: Any, key: str, label: str) -> Iterator[None]:
-        nonlocal counted_children
-        own, children = time.process_time(), _children_cpu()
-        inner: AbstractContextManager[None] = step(self, key, label)
+    def timed_step(self: Any, key: str) -> Iterator[None]:
+        on_main = threading.current_thread() is threading.main_thread()
+        own, others = time.process_time(), beside.used()
+        if not on_main:
+            beside.start()
+        inner: AbstractContextManager[None] = timing(self, key)
         try:
             with inner:
                 yield
         finally:
-            reaped = _children_cpu() - children
-            counted_children += reaped
-            cpu[key] = round(time.process_time() - own + reaped, 4)
+            beside_meanwhile = beside.used() - others
+            used = time.process_time() - own - beside_meanwhile if on_main else beside.end()
+            cpu[key] = round(used, 4)
 
-    preview.Progress.step = timed_step  # type: ignore[method-assign]
+    preview.Progress.timing = timed_step  # type: ignore[method-assign]
     children_before = _children_cpu()
     try:
         code = preview.main(preview_args)
     finally:
-        preview.Progress.step = step  # type: ignore[method-assign]
+        preview.Progress.timing = timing  # type: ignore[method-assign]
     if "policy" in cpu:
-        late = _children_cpu() - children_before - counted_children
-        cpu["policy"] = round(cpu["policy"] + late, 4)
+        cpu["policy"] = round(cpu["policy"] + _children_cpu() - children_before, 4)
     out.write_text(json.dumps({"cpuSeconds": cpu}) + "\n", encoding="utf-8")
     return code
 

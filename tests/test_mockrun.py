@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from typing import Any
 
-from tools.mockrun import run_under_mocks
+import pytest
+from pulumi.runtime.mocks import MockResourceArgs
+
+from tools.mockrun import STACK_TRACE_FUNCTION, PlatformMocks, run_under_mocks
 
 
 def _open_event_loops() -> list[asyncio.AbstractEventLoop]:
@@ -67,3 +71,71 @@ def test_urns_are_the_engines_the_root_stack_type_is_not_in_its_childrens() -> N
         "urn:pulumi:dev::ai-platform::aiplatform:test:Parent$aiplatform:test:Child::inner",
         "urn:pulumi:dev::ai-platform::aiplatform:test:Parent::outer",
     ]
+
+
+def _data_of_two_config_maps() -> dict[str, Any]:
+    """Two ConfigMaps, one with secret data; their ``data`` outputs as the program sees them."""
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    provider = k8s.Provider("k8s")
+    seen: dict[str, Any] = {}
+    for name, data in (("plain", {"key": "value"}), ("secret", pulumi.Output.secret({"k": "s"}))):
+        config_map = k8s.core.v1.ConfigMap(
+            name,
+            metadata={"name": name},
+            data=data,
+            opts=pulumi.ResourceOptions(provider=provider),
+        )
+
+        def remember(pair: list[Any], name: str = name) -> None:
+            seen[name] = pair
+
+        pulumi.Output.all(config_map.data, pulumi.Output.is_secret(config_map.data)).apply(remember)
+    return seen
+
+
+class ChangingMocks(PlatformMocks):
+    """A provider that answers the ``plain`` ConfigMap with data of its own."""
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        resource_id, state = super().new_resource(args)
+        if args.name == "plain":
+            state = {**state, "data": {"key": "from the provider"}}
+        return resource_id, state
+
+
+def test_outputs_are_what_the_mocks_answer_echoed_or_changed() -> None:
+    """Echoed inputs come back from the request itself, changed ones serialized: the program sees
+    the mocks' answer in both cases, and a secret input stays a secret output."""
+    echoed = run_under_mocks(_data_of_two_config_maps, stack="dev", config={}).value
+    assert echoed == {"plain": [{"key": "value"}, False], "secret": [{"k": "s"}, True]}
+
+    changed = run_under_mocks(
+        _data_of_two_config_maps, stack="dev", config={}, mocks=ChangingMocks()
+    ).value
+    assert changed["plain"] == [{"key": "from the provider"}, False]
+    assert changed["secret"] == [{"k": "s"}, True]
+
+
+def test_registrations_walk_no_stack_under_mocks_and_the_sdk_is_restored_after() -> None:
+    """The SDK's source-position walk is skipped during a run (the mock monitor drops it) and is
+    the SDK's own again afterwards; the function still exists in the pinned SDK release."""
+    import traceback
+
+    from pulumi.runtime import resource as sdk_resource
+
+    original = getattr(sdk_resource, STACK_TRACE_FUNCTION)
+    walks: list[int] = []
+    extract_stack = traceback.extract_stack
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        walks.append(1)
+        return extract_stack(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sdk_resource.traceback, "extract_stack", counted)
+        run = run_under_mocks(_config_maps, stack="dev", config={})
+    assert len(run.kubernetes_objects()) == 20
+    assert walks == []
+    assert getattr(sdk_resource, STACK_TRACE_FUNCTION) is original

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -178,6 +180,48 @@ def test_a_program_that_fails_leaves_no_policy_pack_running(tmp_path, pack_launc
     with pytest.raises(RuntimeError, match="the program failed"):
         _preview(ROOT, "dev", tmp_path)
     assert pack_launches.order == ["launch"]
+    assert pack_launches.packs[0].returncode is not None
+
+
+def test_the_policy_step_runs_beside_render_and_schema_and_its_line_comes_last(
+    tmp_path, monkeypatch, capsys
+):
+    """Rendering starts only once the policy step has begun, on a thread of its own: run one
+    after the other, the render would wait here in vain. The progress lines stay whole and in
+    order, the policy step's last."""
+    policy_begun = threading.Event()
+    run_policies, write_manifests = preview.run_policies, preview.write_manifests
+
+    def recorded_policies(*args, **kwargs):
+        policy_begun.set()
+        return run_policies(*args, **kwargs)
+
+    def render_once_the_policy_step_runs(*args, **kwargs):
+        assert policy_begun.wait(timeout=60), "the policy step did not start beside rendering"
+        return write_manifests(*args, **kwargs)
+
+    monkeypatch.setattr(preview, "run_policies", recorded_policies)
+    monkeypatch.setattr(preview, "write_manifests", render_once_the_policy_step_runs)
+    argv = ["--stack", "dev", "--project-root", str(ROOT), "--out", str(tmp_path)]
+    assert preview.main(argv) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in lines] == [f"[{n}/5" for n in range(1, 6)]
+    assert all(re.fullmatch(r"\[\d/5\] .+ \.\.\. \d+\.\d\ds", line) for line in lines)
+    assert lines[-1].startswith("[5/5] policy pack over the analyzer protocol")
+    report = json.loads((tmp_path / "dev" / "report.json").read_text())
+    assert set(report["timings"]) == {"config", "program", "render", "schema", "policy"}
+
+
+def test_a_render_that_fails_waits_for_the_policy_step_and_leaves_no_pack_running(
+    tmp_path, pack_launches, monkeypatch
+):
+    def failing(*args, **kwargs):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(preview, "write_manifests", failing)
+    with pytest.raises(RuntimeError, match="rendering failed"):
+        _preview(ROOT, "dev", tmp_path)
+    assert not [t for t in threading.enumerate() if t.name.startswith("step-policy")]
     assert pack_launches.packs[0].returncode is not None
 
 
