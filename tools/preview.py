@@ -71,11 +71,16 @@ class Progress:
         finally:
             self.timings[key] = round(time.perf_counter() - start, 4)
 
+    def _numbered(self, label: str) -> str:
+        """The next step's line, up to its duration."""
+        self._step += 1
+        return f"[{self._step}/{self.total}] {label} ..."
+
     @contextmanager
     def step(self, key: str, label: str) -> Iterator[None]:
-        self._step += 1
+        line = self._numbered(label)
         if not self.quiet:
-            print(f"[{self._step}/{self.total}] {label} ...", end="", flush=True, file=sys.stderr)
+            print(line, end="", flush=True, file=sys.stderr)
         try:
             with self.timing(key):
                 yield
@@ -100,13 +105,9 @@ class Progress:
                 yield future
             finally:
                 wait([future])
-                self._step += 1
+                line = self._numbered(label)
                 if not self.quiet and key in self.timings:
-                    print(
-                        f"[{self._step}/{self.total}] {label} ... {self.timings[key]:.2f}s",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    print(f"{line} {self.timings[key]:.2f}s", file=sys.stderr, flush=True)
 
 
 KUBERNETES_VERSION = ("cluster", "kubernetesVersion")
