@@ -7,10 +7,12 @@ them those tests are skipped, saying so. Every process a test starts is stopped 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -269,6 +271,22 @@ def _platform_node_patches(cluster: LocalCluster) -> None:
             )
 
 
+def _configz(cluster: LocalCluster, port: int) -> dict[str, Any]:
+    """A control-plane component's ``/configz`` (its configuration in effect), as the admin."""
+    pki = cluster.pki
+    context = ssl.create_default_context(cafile=str(pki.ca_cert))
+    context.load_cert_chain(str(pki.cert("admin")), str(pki.key("admin")))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    try:
+        connection.request("GET", "/configz")
+        response = connection.getresponse()
+        body = response.read()
+    finally:
+        connection.close()
+    assert response.status == 200, body[-300:]
+    return json.loads(body)
+
+
 @pytest.fixture(scope="class")
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster("dev", work_dir=tmp_path_factory.mktemp("dev-cluster"))
@@ -342,6 +360,18 @@ class TestDevCluster:
         assert nodes["gpu-node-01"]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
         assert nodes["gpu-node-03"]["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "28"
         assert "nvidia.com/gpu" not in nodes["gpu-node-03"]["status"]["allocatable"]
+
+    def test_fake_nodes_keep_slow_leases_that_the_controller_waits_long_for(self, dev_cluster):
+        leases = dev_cluster.get_json("leases", "-n", "kube-node-lease")["items"]
+        assert {lease["metadata"]["name"] for lease in leases} >= {"gpu-node-01", "system-1"}
+        assert {lease["spec"]["leaseDurationSeconds"] for lease in leases} == {
+            clusters.NODE_LEASE_SECONDS
+        }
+        state = dev_cluster.state
+        assert state is not None
+        configz = _configz(dev_cluster, state.ports["controller_manager"])
+        lifecycle = configz["kubecontrollermanager.config.k8s.io"]["NodeLifecycleController"]
+        assert lifecycle["NodeMonitorGracePeriod"] == "5m0s"  # NODE_MONITOR_GRACE, as Go prints it
 
     def test_workloads_land_on_their_pool_and_become_ready(self, dev_cluster):
         _platform_node_patches(dev_cluster)

@@ -46,9 +46,16 @@ LOOPBACK: Final = "127.0.0.1"
 POD_CIDR: Final = "10.244.0.0/16"
 """Pod IPs KWOK hands out. Nothing routes them: there is no CNI."""
 SERVICE_ACCOUNT_ISSUER: Final = f"https://kubernetes.default.svc.{pkis.CLUSTER_DOMAIN}"
-NODE_LEASE_SECONDS: Final = 40
-"""KWOK renews each fake node's Lease; the node lifecycle controller marks a node unreachable
-after its grace period without one."""
+NODE_LEASE_SECONDS: Final = 120
+"""KWOK renews each fake node's Lease every quarter of this, as a kubelet does: every 30 s, so
+500 fake nodes cost the API server 17 Lease writes a second rather than the 50 of the 40 s
+default."""
+NODE_MONITOR_GRACE: Final = "5m"
+"""How long the node lifecycle controller waits for a Lease before it marks the node unreachable
+and every pod on it not Ready (default 50 s). A fake node is never really gone, but on two
+cores in the middle of a 7,000-resource ``pulumi up`` KWOK's renewals fall that far behind: the
+pods of 500 nodes then flip between Ready and not, and a DaemonSet's Helm release never becomes
+ready within its timeout."""
 
 ADMISSION_PLUGINS: Final = (
     # kube-apiserver 1.33's default-enabled set, as its ``--help`` lists it (PodTopologyLabels
@@ -1034,6 +1041,7 @@ class LocalCluster:
                 f"--cluster-signing-key-file={pki.key('ca')}",
                 "--use-service-account-credentials=true",
                 "--controllers=*,bootstrapsigner,tokencleaner",
+                f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",
                 # Its default, /usr/libexec/kubernetes/..., would be created on the host.
                 f"--flex-volume-plugin-dir={self.work_dir / 'flexvolume'}",
             ],
