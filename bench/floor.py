@@ -3,9 +3,10 @@
 Why: "the program is slow" only means something against what the Pulumi SDK itself costs to
 register the same objects under the same mock runtime. This replays the Kubernetes resources of
 a preview's ``report.json`` (same kinds, same counts, same manifest bodies, one explicit
-provider) through the typed ``pulumi_kubernetes`` classes with ``tools.mockrun.run_under_mocks``;
-component resources, parents, config parsing and validation are left out. What our program costs
-above this is the price of components, config and validation.
+provider) with ``tools.mockrun.run_under_mocks``, through the classes the program registers them
+with (``components.kube``'s; pulumi-kubernetes's typed ones for the Helm releases and any other
+kind). Component resources, parents, config parsing and validation are left out. What our
+program costs above this is the price of components, config and validation.
 
     python -m bench.floor --report build/prod/report.json     # the floor for that stack
     python -m bench.floor --configmaps 1000                     # bare ConfigMaps, for scale
@@ -99,6 +100,9 @@ def configmap_resources(count: int) -> list[FloorResource]:
 
 @functools.cache
 def _parameters(cls: type) -> frozenset[str]:
+    kind = getattr(cls, "KIND", None)  # components.kube's, as loaded by this run
+    if kind is not None:
+        return frozenset(kind.fields)
     return frozenset(inspect.signature(cls._internal_init).parameters)  # type: ignore[attr-defined]
 
 
@@ -114,7 +118,7 @@ def _typed_class(k8s: Any, type_token: str) -> type | None:
 
 
 def floor_program(resources: Sequence[FloorResource]) -> Callable[[], int]:
-    """A Pulumi program registering ``resources`` with typed classes, through one provider."""
+    """A Pulumi program registering ``resources`` with those classes, through one provider."""
 
     def program() -> int:
         import pulumi

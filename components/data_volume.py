@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import SKIP_AWAIT_ANNOTATION, VOLUME_PURPOSE_LABEL
 from .labels import team_labels
 
@@ -39,7 +39,7 @@ class DataVolume(pulumi.ComponentResource):
         self, name: str, args: DataVolumeArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("aiplatform:storage:DataVolume", name, None, opts)
-        k8s.core.v1.PersistentVolumeClaim(
+        kube.PersistentVolumeClaim(
             f"{name}-pvc",
             metadata={
                 "name": args.claim_name,

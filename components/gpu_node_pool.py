@@ -38,6 +38,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from . import kube
 from .constants import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
@@ -447,7 +448,7 @@ class GpuNodePool(pulumi.ComponentResource):
             manager = pool_field_manager(args.pool)
             taints = [taint.manifest() for taint in self.contract.taints]
             for node in backend.nodes:
-                k8s.core.v1.NodePatch(
+                kube.NodePatch(
                     f"{name}-node-{node}",
                     metadata={
                         "name": node,

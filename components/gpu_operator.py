@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .charts import GPU_OPERATOR, Chart, ChartImage, chart_image_values, merge_values
 from .constants import (
     DEVICE_PLUGIN_CONFIGMAP,
@@ -181,7 +181,7 @@ class GpuOperator(pulumi.ComponentResource):
         install = ChartInstall(self, name, args, policies, pod_security=PSA_PRIVILEGED)
         entries = {DEVICE_PLUGIN_DEFAULT_CONFIG: GpuSharing().device_plugin_config()}
         entries.update({pool: dict(config) for pool, config in args.device_plugin_configs.items()})
-        config_map = k8s.core.v1.ConfigMap(
+        config_map = kube.ConfigMap(
             f"{name}-device-plugin-config",
             metadata={
                 "name": DEVICE_PLUGIN_CONFIGMAP,

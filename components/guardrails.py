@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import (
     GPU_RESOURCE,
     GPU_TAINT_EFFECT,
@@ -620,13 +620,13 @@ class TenantGuardrails(pulumi.ComponentResource):
         super().__init__("aiplatform:tenancy:TenantGuardrails", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         for shape in SHAPES:
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            policy = kube.ValidatingAdmissionPolicy(
                 f"{name}-{shape.name}",
                 metadata={"name": policy_name(shape), "labels": platform_labels()},
                 spec=policy_spec(shape, args.queueing),
                 opts=child,
             )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            kube.ValidatingAdmissionPolicyBinding(
                 f"{name}-{shape.name}-binding",
                 metadata={"name": policy_name(shape), "labels": platform_labels()},
                 spec=binding_spec(policy_name(shape)),
@@ -636,13 +636,13 @@ class TenantGuardrails(pulumi.ComponentResource):
             )
         for monitors in MONITOR_POLICIES:
             name_ = f"{POLICY_PREFIX}{monitors.name}"
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            policy = kube.ValidatingAdmissionPolicy(
                 f"{name}-{monitors.name}",
                 metadata={"name": name_, "labels": platform_labels()},
                 spec=monitor_policy_spec(monitors),
                 opts=child,
             )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            kube.ValidatingAdmissionPolicyBinding(
                 f"{name}-{monitors.name}-binding",
                 metadata={"name": name_, "labels": platform_labels()},
                 spec=binding_spec(name_),

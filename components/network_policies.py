@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import (
     ALLOW_DNS_POLICY_NAME,
     ANYWHERE_CIDRS,
@@ -269,10 +269,10 @@ def create_policies(
     policies: Sequence[PolicySpec],
     opts: pulumi.ResourceOptions,
     labels: Mapping[str, str] | None = None,
-) -> list[k8s.networking.v1.NetworkPolicy]:
+) -> list[kube.NetworkPolicy]:
     """The policies as resources named ``<name>-netpol-<policy>``."""
     return [
-        k8s.networking.v1.NetworkPolicy(
+        kube.NetworkPolicy(
             f"{name}-netpol-{policy.name}",
             metadata={
                 "name": policy.name,

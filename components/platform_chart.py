@@ -27,6 +27,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from . import kube
 from .charts import PUBLIC_REPOSITORIES, Chart, ChartSource
 from .constants import PSA_RESTRICTED
 from .labels import system_namespace_labels
@@ -103,7 +104,7 @@ class ChartInstall:
     ) -> None:
         self._name = name
         self._args = args
-        self.namespace = k8s.core.v1.Namespace(
+        self.namespace = kube.Namespace(
             f"{name}-namespace",
             metadata={"name": args.namespace, "labels": system_namespace_labels(pod_security)},
             opts=pulumi.ResourceOptions(parent=component, retain_on_delete=args.retain_on_delete),

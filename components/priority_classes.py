@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .labels import platform_labels
 from .predicates import global_default
 
@@ -47,7 +47,7 @@ class PriorityClasses(pulumi.ComponentResource):
     ) -> None:
         super().__init__("aiplatform:scheduling:PriorityClasses", name, None, opts)
         for spec in args.classes:
-            k8s.scheduling.v1.PriorityClass(
+            kube.PriorityClass(
                 f"{name}-{spec.name}",
                 metadata={"name": spec.name, "labels": platform_labels()},
                 value=spec.value,

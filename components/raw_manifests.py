@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION, RAW_MANIFESTS_TYPE
 
 BUILTIN_GROUP_MODULES: dict[str, str] = {
@@ -131,7 +132,11 @@ def snake_case(name: str) -> str:
 
 
 def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | None:
-    """The typed resource class for a built-in kind, or None when pulumi-kubernetes has none."""
+    """The class for a built-in kind: ``components.kube``'s, else pulumi-kubernetes's typed one
+    (imported only then); None when pulumi-kubernetes has none."""
+    ours = kube.resource_class(api_version, kind)
+    if ours is not None:
+        return ours
     group, version = split_api_version(api_version)
     module_name = BUILTIN_GROUP_MODULES.get(group)
     if module_name is None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import VOLUME_PURPOSE_LABEL
 from .labels import platform_labels
 
@@ -49,7 +49,7 @@ class StorageClasses(pulumi.ComponentResource):
     ) -> None:
         super().__init__("aiplatform:storage:StorageClasses", name, None, opts)
         for spec in args.classes:
-            k8s.storage.v1.StorageClass(
+            kube.StorageClass(
                 f"{name}-{spec.name}",
                 metadata={
                     "name": spec.name,

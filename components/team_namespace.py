@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from . import kube
 from .constants import (
     ALLOW_DNS_POLICY_NAME,
     DEFAULT_CONTAINER_LIMITS,
@@ -218,7 +218,7 @@ class TeamNamespace(pulumi.ComponentResource):
     ) -> None:
         super().__init__("aiplatform:tenancy:TeamNamespace", name, None, opts)
         ns = args.namespace
-        namespace = k8s.core.v1.Namespace(
+        namespace = kube.Namespace(
             f"{name}-namespace",
             metadata=namespace_metadata(args),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
@@ -229,17 +229,17 @@ class TeamNamespace(pulumi.ComponentResource):
         def meta(object_name: str) -> dict[str, object]:
             return {"name": object_name, "namespace": ns, "labels": team_labels(args.team)}
 
-        k8s.core.v1.ResourceQuota(
+        kube.ResourceQuota(
             f"{name}-quota", metadata=meta(TEAM_QUOTA_NAME), spec=quota_spec(args), opts=inner
         )
         if args.limits is not None:
-            k8s.core.v1.ResourceQuota(
+            kube.ResourceQuota(
                 f"{name}-priority-quota",
                 metadata=meta(PRIORITY_QUOTA_NAME),
                 spec=priority_quota_spec(args.limits),
                 opts=inner,
             )
-        k8s.core.v1.LimitRange(
+        kube.LimitRange(
             f"{name}-limits",
             metadata=meta(TEAM_LIMIT_RANGE_NAME),
             spec=limit_range_spec(args),
@@ -250,37 +250,35 @@ class TeamNamespace(pulumi.ComponentResource):
             (TEAM_VIEWER_ROLE, True, args.viewer_groups),
         ):
             part = role_name.removeprefix("team-")
-            role = k8s.rbac.v1.Role(
+            role = kube.Role(
                 f"{name}-{part}-role",
                 metadata=meta(role_name),
                 rules=role_rules(read_only),
                 opts=inner,
             )
             if groups:
-                k8s.rbac.v1.RoleBinding(
+                kube.RoleBinding(
                     f"{name}-{part}-binding",
                     metadata=meta(role_name),
                     **role_binding_spec(role_name, groups),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, role]),
                 )
-        k8s.core.v1.ServiceAccount(
+        kube.ServiceAccount(
             f"{name}-workload-sa",
             metadata=meta(TEAM_WORKLOAD_SERVICE_ACCOUNT),
             automount_service_account_token=False,
             opts=inner,
         )
-        k8s.core.v1.ConfigMap(
+        kube.ConfigMap(
             f"{name}-env", metadata=meta(TEAM_ENV_CONFIGMAP), data=env_data(args), opts=inner
         )
         for part, policy_name, spec in (
             ("default-deny", DEFAULT_DENY_POLICY_NAME, default_deny()),
             ("allow-dns", ALLOW_DNS_POLICY_NAME, allow_dns()),
         ):
-            k8s.networking.v1.NetworkPolicy(
-                f"{name}-{part}", metadata=meta(policy_name), spec=spec, opts=inner
-            )
+            kube.NetworkPolicy(f"{name}-{part}", metadata=meta(policy_name), spec=spec, opts=inner)
 
-        self.namespace = namespace.metadata.apply(lambda meta: meta.name or ns)
+        self.namespace = namespace.metadata.apply(lambda meta: meta.get("name") or ns)
         self.namespace_name = ns
         self.service_account_name = TEAM_WORKLOAD_SERVICE_ACCOUNT
         self.env_config_map_name = TEAM_ENV_CONFIGMAP

@@ -29,6 +29,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from . import kube
 from .constants import (
     CLUSTER_DOMAIN,
     LABEL_PREFIX,
@@ -345,7 +346,7 @@ class TeamRedis(pulumi.ComponentResource):
         secret_name: str
         host: str
         password: pulumi.Output[str]
-        secret: k8s.core.v1.Secret
+        secret: kube.Secret
 
     def __init__(
         self, name: str, args: TeamRedisArgs, opts: pulumi.ResourceOptions | None = None
@@ -369,7 +370,7 @@ class TeamRedis(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         password: pulumi.Output[str] = pulumi.Output.secret(generated.result)
-        secret = k8s.core.v1.Secret(
+        secret = kube.Secret(
             f"{name}-auth",
             metadata=meta(REDIS_SECRET),
             type="Opaque",
@@ -382,13 +383,13 @@ class TeamRedis(pulumi.ComponentResource):
                 child, pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"])
             ),
         )
-        config = k8s.core.v1.ConfigMap(
+        config = kube.ConfigMap(
             f"{name}-config",
             metadata=meta(REDIS_CONFIG_MAP),
             data={CONFIG_FILE: server_config(args)},
             opts=child,
         )
-        claim = k8s.core.v1.PersistentVolumeClaim(
+        claim = kube.PersistentVolumeClaim(
             f"{name}-data",
             metadata={
                 "name": REDIS_CLAIM,
@@ -408,16 +409,16 @@ class TeamRedis(pulumi.ComponentResource):
                 depends_on=[] if args.claim_namespace is not None else after,
             ),
         )
-        service = k8s.core.v1.Service(
+        service = kube.Service(
             f"{name}-service", metadata=meta(REDIS_SERVICE), spec=service_spec(), opts=child
         )
-        network = k8s.networking.v1.NetworkPolicy(
+        network = kube.NetworkPolicy(
             f"{name}-network",
             metadata=meta(REDIS_NETWORK_POLICY),
             spec=network_policy_spec(args),
             opts=child,
         )
-        k8s.apps.v1.StatefulSet(
+        kube.StatefulSet(
             f"{name}-statefulset",
             metadata=meta(REDIS_SERVICE),
             spec=statefulset_spec(args),

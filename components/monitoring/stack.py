@@ -60,6 +60,7 @@ from components.constants import (
 )
 from components.labels import platform_labels
 
+from .. import kube
 from . import assets
 from .alerting import alertmanager_config
 from .assets import FAST_SAFE_LOADER
@@ -447,7 +448,7 @@ class MonitoringStack(pulumi.ComponentResource):
         loki_push_url: str
         loki_url: str
         dcgm_counters_config_map_name: str
-        dcgm_counters_config_map: k8s.core.v1.ConfigMap | None
+        dcgm_counters_config_map: kube.ConfigMap | None
 
     def __init__(
         self, name: str, args: MonitoringStackArgs, opts: pulumi.ResourceOptions | None = None
@@ -458,7 +459,7 @@ class MonitoringStack(pulumi.ComponentResource):
         # destroy or an accidental removal from config would take the data along.
         keep = pulumi.ResourceOptions(retain_on_delete=args.retain_on_delete)
         namespaces = {
-            part: k8s.core.v1.Namespace(
+            part: kube.Namespace(
                 f"{name}-{part}-namespace",
                 metadata=metadata,
                 opts=pulumi.ResourceOptions.merge(child, keep),
@@ -471,8 +472,8 @@ class MonitoringStack(pulumi.ComponentResource):
                 child, pulumi.ResourceOptions(depends_on=[namespaces[part], *extra])
             )
 
-        def secret(part: str, secret_name: str, data: dict[str, Any]) -> k8s.core.v1.Secret:
-            return k8s.core.v1.Secret(
+        def secret(part: str, secret_name: str, data: dict[str, Any]) -> kube.Secret:
+            return kube.Secret(
                 f"{name}-{part}",
                 metadata=secret_metadata(args, secret_name),
                 type="Opaque",
@@ -500,12 +501,12 @@ class MonitoringStack(pulumi.ComponentResource):
             ),
         ]
         for part, (metadata, data) in dashboard_specs(args).items():
-            k8s.core.v1.ConfigMap(
+            kube.ConfigMap(
                 f"{name}-{part}", metadata=metadata, data=data, opts=inside("monitoring")
             )
         self.dcgm_counters_config_map = None
         if (dcgm := dcgm_counters_spec(args)) is not None:
-            self.dcgm_counters_config_map = k8s.core.v1.ConfigMap(
+            self.dcgm_counters_config_map = kube.ConfigMap(
                 f"{name}-dcgm-counters",
                 metadata=dcgm[0],
                 data=dcgm[1],
@@ -539,7 +540,7 @@ class MonitoringStack(pulumi.ComponentResource):
                 opts=after_crds,
             )
         for part, policy in network_policy_specs(args):
-            k8s.networking.v1.NetworkPolicy(
+            kube.NetworkPolicy(
                 f"{name}-{part}-netpol-{policy.name}",
                 metadata={
                     "name": policy.name,

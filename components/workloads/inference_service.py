@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .. import kube
 from ..constants import (
     HOSTNAME_LABEL,
     METRICS_PORT_NAME,
@@ -469,7 +470,7 @@ class InferenceService(pulumi.ComponentResource):
                 args.team, service, dependency.name, WORKLOAD_TYPE_INFERENCE, instance=args.name
             )
             part = f"{name}-{dependency.name}"
-            headless = k8s.core.v1.Service(
+            headless = kube.Service(
                 f"{part}-service",
                 metadata=meta(service, dep_labels),
                 spec={
@@ -486,14 +487,14 @@ class InferenceService(pulumi.ComponentResource):
                 },
                 opts=child,
             )
-            network = k8s.networking.v1.NetworkPolicy(
+            network = kube.NetworkPolicy(
                 f"{part}-network",
                 metadata=meta(f"{service}-network", dep_labels),
                 spec=dependency_network_policy_spec(args, dependency),
                 opts=child,
             )
             if dependency.replicas > 1:
-                k8s.policy.v1.PodDisruptionBudget(
+                kube.PodDisruptionBudget(
                     f"{part}-pdb",
                     metadata=meta(service, dep_labels),
                     spec={
@@ -503,7 +504,7 @@ class InferenceService(pulumi.ComponentResource):
                     opts=child,
                 )
             dependencies.append(
-                k8s.apps.v1.StatefulSet(
+                kube.StatefulSet(
                     f"{part}-statefulset",
                     metadata=meta(service, dep_labels),
                     spec=statefulset_spec(args, dependency),
@@ -513,14 +514,14 @@ class InferenceService(pulumi.ComponentResource):
                 )
             )
 
-        network_policy = k8s.networking.v1.NetworkPolicy(
+        network_policy = kube.NetworkPolicy(
             f"{name}-network",
             metadata=meta(f"{args.name}-network", labels),
             spec=network_policy_spec(args),
             opts=child,
         )
         deployment_labels = pod.queued_labels(labels, args)
-        k8s.apps.v1.Deployment(
+        kube.Deployment(
             f"{name}-deployment",
             metadata=meta(args.name, deployment_labels),
             spec=deployment_spec(args),
@@ -530,7 +531,7 @@ class InferenceService(pulumi.ComponentResource):
                 custom_timeouts=timeouts,
             ),
         )
-        k8s.core.v1.Service(
+        kube.Service(
             f"{name}-service",
             metadata=meta(args.name, labels),
             spec={
@@ -553,7 +554,7 @@ class InferenceService(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts),
         )
-        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+        kube.HorizontalPodAutoscaler(
             f"{name}-hpa",
             metadata=meta(args.name, labels),
             spec=hpa_spec(args),
@@ -564,7 +565,7 @@ class InferenceService(pulumi.ComponentResource):
             budget["minAvailable"] = args.pdb_min_available
         else:
             budget["maxUnavailable"] = args.pdb_max_unavailable
-        k8s.policy.v1.PodDisruptionBudget(
+        kube.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(args.name, labels), spec=budget, opts=child
         )
         if args.service_monitor:

@@ -30,6 +30,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from .. import kube
 from ..constants import (
     ANYWHERE_CIDRS,
     APP_COMPONENT_LABEL,
@@ -498,7 +499,7 @@ class RayCluster(pulumi.ComponentResource):
         labels = workload_labels(args.team, args.name, HEAD_COMPONENT, args.workload_type)
         namespace = str(args.namespace)
         policies: list[pulumi.Resource] = [
-            k8s.networking.v1.NetworkPolicy(
+            kube.NetworkPolicy(
                 f"{name}-network",
                 metadata={
                     "name": args.network_policy_name,
@@ -511,7 +512,7 @@ class RayCluster(pulumi.ComponentResource):
         ]
         if isinstance(args, RayJobArgs):
             policies.append(
-                k8s.networking.v1.NetworkPolicy(
+                kube.NetworkPolicy(
                     f"{name}-submitter-network",
                     metadata={
                         "name": f"{args.name}-submitter-network",

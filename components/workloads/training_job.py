@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from .. import kube
 from ..constants import (
     CHECKPOINT_GRACE_SECONDS,
     DISRUPTION_TARGET_CONDITION,
@@ -496,7 +496,7 @@ class TrainingJob(pulumi.ComponentResource):
         before_job: list[pulumi.Resource] = []
         if args.preflight_config_map:
             before_job.append(
-                k8s.core.v1.ConfigMap(
+                kube.ConfigMap(
                     f"{name}-preflight",
                     metadata=meta(args.preflight_config_map),
                     data=scripts(status=args.publish_status),
@@ -506,7 +506,7 @@ class TrainingJob(pulumi.ComponentResource):
         checkpoints = args.checkpoints
         if checkpoints is not None and checkpoints.claim is None:
             before_job.append(
-                k8s.core.v1.PersistentVolumeClaim(
+                kube.PersistentVolumeClaim(
                     f"{name}-checkpoints",
                     metadata={
                         "name": args.checkpoint_claim,
@@ -529,7 +529,7 @@ class TrainingJob(pulumi.ComponentResource):
             )
         if args.service_name:
             before_job.append(
-                k8s.core.v1.Service(
+                kube.Service(
                     f"{name}-workers",
                     metadata=meta(args.service_name),
                     spec={
@@ -550,7 +550,7 @@ class TrainingJob(pulumi.ComponentResource):
                 )
             )
         before_job.append(
-            k8s.networking.v1.NetworkPolicy(
+            kube.NetworkPolicy(
                 f"{name}-network",
                 metadata=meta(f"{args.name}-network"),
                 spec=network_policy_spec(args),
@@ -558,7 +558,7 @@ class TrainingJob(pulumi.ComponentResource):
             )
         )
         job_labels = pod.queued_labels(labels, args)
-        k8s.batch.v1.Job(
+        kube.Job(
             f"{name}-job",
             metadata={
                 "name": args.name,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .. import kube
 from ..constants import KEDA_API_VERSION, WORKLOAD_TYPE_WORKER
 from ..network_rules import dns_egress, pod_selector
 from ..team_redis import (
@@ -309,13 +310,13 @@ class WorkerPool(pulumi.ComponentResource):
         def meta(object_name: str, object_labels: Mapping[str, str]) -> dict[str, Any]:
             return {"name": object_name, "namespace": args.namespace, "labels": dict(object_labels)}
 
-        network_policy = k8s.networking.v1.NetworkPolicy(
+        network_policy = kube.NetworkPolicy(
             f"{name}-network",
             metadata=meta(f"{args.name}-network", labels),
             spec=network_policy_spec(args),
             opts=child,
         )
-        deployment = k8s.apps.v1.Deployment(
+        deployment = kube.Deployment(
             f"{name}-deployment",
             metadata=meta(args.name, pod.queued_labels(labels, args)),
             spec=deployment_spec(args),
