@@ -59,10 +59,18 @@ def camel_case(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+KINDS: dict[str, type[KubeObject]] = {}
+"""Type token → class, for every kind this module registers itself (each subclass below)."""
+
+
 class KubeObject(pulumi.CustomResource):
     """One Kubernetes object of a kind in :data:`KINDS`, registered as its typed class would."""
 
     KIND: ClassVar[Kind]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        KINDS[cls.KIND.token] = cls
 
     def __init__(
         self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **fields: Any
@@ -229,35 +237,6 @@ class HorizontalPodAutoscaler(KubeObject):
         outputs=_STATUS,
         older=("v1", "v2beta1", "v2beta2"),
     )
-
-
-KINDS: dict[str, type[KubeObject]] = {
-    cls.KIND.token: cls
-    for cls in (
-        Namespace,
-        ConfigMap,
-        Secret,
-        Service,
-        PersistentVolumeClaim,
-        ResourceQuota,
-        LimitRange,
-        ServiceAccount,
-        NodePatch,
-        Deployment,
-        StatefulSet,
-        Job,
-        NetworkPolicy,
-        PodDisruptionBudget,
-        Role,
-        RoleBinding,
-        StorageClass,
-        PriorityClass,
-        ValidatingAdmissionPolicy,
-        ValidatingAdmissionPolicyBinding,
-        HorizontalPodAutoscaler,
-    )
-}
-"""Type token → class, for every kind this module registers itself."""
 
 
 def resource_class(api_version: str, kind: str) -> type[KubeObject] | None:
