@@ -7,12 +7,10 @@ them those tests are skipped, saying so. Every process a test starts is stopped 
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
 import signal
-import ssl
 import subprocess
 import sys
 import time
@@ -271,22 +269,6 @@ def _platform_node_patches(cluster: LocalCluster) -> None:
             )
 
 
-def _configz(cluster: LocalCluster, port: int) -> dict[str, Any]:
-    """A control-plane component's ``/configz`` (its configuration in effect), as the admin."""
-    pki = cluster.pki
-    context = ssl.create_default_context(cafile=str(pki.ca_cert))
-    context.load_cert_chain(str(pki.cert("admin")), str(pki.key("admin")))
-    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
-    try:
-        connection.request("GET", "/configz")
-        response = connection.getresponse()
-        body = response.read()
-    finally:
-        connection.close()
-    assert response.status == 200, body[-300:]
-    return json.loads(body)
-
-
 @pytest.fixture(scope="class")
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster("dev", work_dir=tmp_path_factory.mktemp("dev-cluster"))
@@ -369,7 +351,11 @@ class TestDevCluster:
         }
         state = dev_cluster.state
         assert state is not None
-        configz = _configz(dev_cluster, state.ports["controller_manager"])
+        status, body = dev_cluster.https_get(
+            state.ports["controller_manager"], "/configz", timeout=10
+        )
+        assert status == 200, body[-300:]
+        configz = json.loads(body)  # the configuration in effect
         lifecycle = configz["kubecontrollermanager.config.k8s.io"]["NodeLifecycleController"]
         assert lifecycle["NodeMonitorGracePeriod"] == "5m0s"  # NODE_MONITOR_GRACE, as Go prints it
 

@@ -914,21 +914,29 @@ class LocalCluster:
                 )
             time.sleep(POLL_S)
 
-    def _https_ok(self, port: int, path: str, identity: str = "admin") -> tuple[bool, str]:
-        """GET over TLS verified against the cluster CA, as ``identity``."""
+    def https_get(
+        self, port: int, path: str, identity: str = "admin", timeout: float = 5
+    ) -> tuple[int, bytes]:
+        """GET from a component over TLS verified against the cluster CA, as ``identity``:
+        the status and the body."""
         pki = self.pki
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         context.load_cert_chain(str(pki.cert(identity)), str(pki.key(identity)))
-        connection = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=5)
+        connection = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=timeout)
         try:
             connection.request("GET", path)
             response = connection.getresponse()
-            body = response.read().decode(errors="replace").strip()
-            return response.status == 200, f"HTTP {response.status}: {body[-300:]}"
-        except (OSError, http.client.HTTPException) as exc:
-            return False, str(exc)
+            return response.status, response.read()
         finally:
             connection.close()
+
+    def _https_ok(self, port: int, path: str, identity: str = "admin") -> tuple[bool, str]:
+        try:
+            status, body = self.https_get(port, path, identity)
+        except (OSError, http.client.HTTPException) as exc:
+            return False, str(exc)
+        text = body.decode(errors="replace").strip()
+        return status == 200, f"HTTP {status}: {text[-300:]}"
 
     def _http_ok(self, port: int, path: str) -> tuple[bool, str]:
         connection = http.client.HTTPConnection(LOOPBACK, port, timeout=5)
