@@ -134,9 +134,11 @@ def snake_case(name: str) -> str:
 def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | None:
     """The class for a built-in kind: ``components.kube``'s, else pulumi-kubernetes's typed one
     (imported only then); None when pulumi-kubernetes has none."""
-    ours = kube.resource_class(api_version, kind)
-    if ours is not None:
-        return ours
+    return kube.resource_class(api_version, kind) or typed_class(api_version, kind)
+
+
+def typed_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | None:
+    """pulumi-kubernetes's typed class named ``kind`` in the module of ``api_version``."""
     group, version = split_api_version(api_version)
     module_name = BUILTIN_GROUP_MODULES.get(group)
     if module_name is None:

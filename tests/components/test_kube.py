@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import subprocess
 import sys
@@ -14,8 +13,7 @@ import pytest
 from google.protobuf import json_format
 from pulumi.runtime.proto import resource_pb2
 
-from components import kube
-from components.raw_manifests import BUILTIN_GROUP_MODULES
+from components import kube, raw_manifests
 from tools import mockrun
 from tools.mockrun import run_under_mocks
 
@@ -39,9 +37,9 @@ TYPED_MODULES = tuple(
 
 
 def typed_class(kind: kube.Kind) -> type[pulumi.CustomResource]:
-    group, _, version = kind.api_version.rpartition("/")
-    module = importlib.import_module(f"pulumi_kubernetes.{BUILTIN_GROUP_MODULES[group]}.{version}")
-    return getattr(module, kind.token_kind or kind.kind)
+    found = raw_manifests.typed_class(kind.api_version, kind.token_kind or kind.kind)
+    assert found is not None, kind
+    return found
 
 
 FLAGS = {"immutable", "global_default", "allow_volume_expansion", "automount_service_account_token"}
