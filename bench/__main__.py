@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import instructions
 from .checkov import CHECKOV_VENV, checkov_startup, ensure_checkov, installed_version, run_checkov
 from .measure import (
     PROJECT_ROOT,
@@ -343,6 +344,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-checkov", action="store_true", help="skip checkov (its target is then not judged)"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the program's and the floor's instructions under valgrind (callgrind), "
+        "after every timing, for the stacks of at most --instructions-max-workloads",
+    )
+    parser.add_argument(
+        "--instructions-max-workloads",
+        type=int,
+        default=100,
+        help="largest synthetic stack counted (about 50x its program's time; default 100)",
+    )
     parser.add_argument("--with-tests", action="store_true", help="also time the test suite")
     parser.add_argument("--crd-schemas", help="passed on to tools.preview")
     parser.add_argument("--out", default=str(PROJECT_ROOT / "build" / "bench"))
@@ -432,6 +445,8 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
         if not args.no_checkov:
             _progress("the whole prod preview against checkov")
             results["checkov"] = measure_checkov(work, args.checkov_pairs, args.crd_schemas)
+        if args.instructions:
+            count_instructions(results, args.instructions_max_workloads, work)
     results["loadAverage"]["sampled"] = load.summary()
     if args.with_tests:
         _progress("test suite")
@@ -441,6 +456,25 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
     results["calibration"]["end"] = calibrate()
     results["elapsedSeconds"] = round(time.perf_counter() - started, 1)
     return results
+
+
+def count_instructions(results: dict[str, Any], max_workloads: int, work: Path) -> None:
+    """Each measured stack's program and floor, counted in instructions (``bench.instructions``),
+    once the timings are done: valgrind's two processes would crowd them."""
+    if instructions.valgrind() is None:
+        raise BenchError("--instructions: valgrind is not installed")
+    entries = [
+        (stack, PROJECT_ROOT / f"Pulumi.{stack}.yaml", e) for stack, e in results["stacks"].items()
+    ]
+    entries += [
+        (f"bench{e['workloads']}", work / "stacks" / f"Pulumi.bench{e['workloads']}.yaml", e)
+        for e in results["scaling"]
+        if e["workloads"] <= max_workloads
+    ]
+    for stack, stack_file, entry in entries:
+        _progress(f"instructions: {stack} (callgrind)")
+        entry["instructions"] = instructions.measure(stack, stack_file, Path(entry["report"]))
+        _progress(f"  program/floor {entry['instructions']['overFloor']['program']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,8 @@ program costs above this is the price of components, config and validation.
     python -m bench.floor --program Pulumi.prod.yaml --stack prod   # our side, same harness
     python -m bench.floor --report build/prod/report.json --with-components --with-dependencies
                                                     # + our component tree and edges (breakdown)
+    python -m bench.instructions --stack-file Pulumi.prod.yaml --stack prod \
+        --report build/prod/report.json     # the same runs, counted in instructions (valgrind)
 
 Prints one JSON line: ``{"seconds": ..., "cpuSeconds": ..., "resources": ...}``. Every mode runs
 in its own process after importing what ``tools.preview`` imports, and ``--program`` runs our
@@ -28,6 +30,7 @@ import argparse
 import functools
 import inspect
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -197,10 +200,17 @@ class Timing:
         )
 
 
-def _timed(run: Callable[[], int]) -> Timing:
+def _timed(run: Callable[[], int], mark: Callable[[], None] | None = None) -> Timing:
+    """Time ``run``; ``mark`` is called right before and right after it (``bench.instructions``
+    counts what runs between the two calls)."""
+    if mark:
+        mark()
     wall, cpu = time.perf_counter(), time.process_time()
     resources = run()
-    return Timing(time.perf_counter() - wall, time.process_time() - cpu, resources)
+    timing = Timing(time.perf_counter() - wall, time.process_time() - cpu, resources)
+    if mark:
+        mark()
+    return timing
 
 
 def run_floor_program(resources: Sequence[FloorResource], stack: str) -> list[Any]:
@@ -214,7 +224,11 @@ def run_floor_program(resources: Sequence[FloorResource], stack: str) -> list[An
     return run_under_mocks(floor_program(resources), stack=stack, config={}).resources
 
 
-def run_floor(resources: Sequence[FloorResource], stack: str = "floor") -> Timing:
+def run_floor(
+    resources: Sequence[FloorResource],
+    stack: str = "floor",
+    mark: Callable[[], None] | None = None,
+) -> Timing:
     """Time the floor program under the same mock runtime the preview uses."""
 
     def run() -> int:
@@ -223,17 +237,29 @@ def run_floor(resources: Sequence[FloorResource], stack: str = "floor") -> Timin
             raise RuntimeError(f"floor registered {len(captured)} of {len(resources)}")
         return len(captured)
 
-    return _timed(run)
+    return _timed(run, mark)
 
 
-def run_program(stack_file: Path, stack: str) -> Timing:
-    """Time our program as the preview's program step runs it, after the same config step."""
+def run_program(
+    stack_file: Path,
+    stack: str,
+    mark: Callable[[], None] | None = None,
+    imported: bool = False,
+) -> Timing:
+    """Time our program as the preview's program step runs it, after the same config step.
+
+    ``imported``: our program's modules are imported before the timed run, which then leaves
+    their import out (for the breakdown in docs/performance.md; the preview imports them in its
+    program step, so no target is judged this way).
+    """
     from infra.config import StackFile
     from tools.preview import run_stack_program
 
     parsed = StackFile(stack_file)
     parsed.platform_config(engine_limits=False)  # the synthetic sizes pass the engine's limit
-    return _timed(lambda: len(run_stack_program(parsed, stack).resources))
+    if imported:
+        import infra.program  # noqa: F401
+    return _timed(lambda: len(run_stack_program(parsed, stack).resources), mark)
 
 
 class Counts:
@@ -340,14 +366,25 @@ def main(argv: list[str] | None = None) -> int:
         help="count what the SDK does instead of timing it (class Counts); one JSON line",
     )
     parser.add_argument("--traced", action="store_true", help="--counts: with tracemalloc too")
+    parser.add_argument(
+        "--mark",
+        action="store_true",
+        help="call os.sched_yield() right before and after the timed run (bench.instructions)",
+    )
+    parser.add_argument(
+        "--imported",
+        action="store_true",
+        help="--program: import our program's modules before the timed run (breakdown only)",
+    )
     args = parser.parse_args(argv)
+    mark = os.sched_yield if args.mark else None
     # The same imports the preview has made before its program step starts.
     import tools.preview  # noqa: F401
 
     run: Callable[[], Timing]
     if args.program:
         program = Path(args.program)
-        run = functools.partial(run_program, program, args.stack)
+        run = functools.partial(run_program, program, args.stack, mark, args.imported)
     elif args.report:
         report = json.loads(Path(args.report).read_text(encoding="utf-8"))
         kept = floor_resources(
@@ -355,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
             components=args.with_components,
             dependencies=args.with_dependencies,
         )
-        run = functools.partial(run_floor, kept)
+        run = functools.partial(run_floor, kept, "floor", mark)
     else:
-        run = functools.partial(run_floor, configmap_resources(args.configmaps))
+        run = functools.partial(run_floor, configmap_resources(args.configmaps), "floor", mark)
     if args.counts:
         print(json.dumps(Counts(args.traced).run(lambda: run().resources)))
     else:

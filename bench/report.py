@@ -86,6 +86,18 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                 f"95% interval within +-{STABILITY}",
             )
         )
+        counted = entry.get("instructions")
+        if counted:
+            over = counted["overFloor"]["program"]
+            targets.append(
+                Target(
+                    f"program under mocks vs SDK floor, instructions, {label}",
+                    over <= PROGRAM_OVER_FLOOR,
+                    f"{over:.3f}x ({counted['instructions']['program'] / 1e9:.3f} vs "
+                    f"{counted['instructions']['floor'] / 1e9:.3f} billion; repeatable to 0.05%)",
+                    f"<= {PROGRAM_OVER_FLOOR}x",
+                )
+            )
         program = entry["stepsCpu"]["program"]
         for step in ("schema", "policy"):
             seconds = entry["stepsCpu"].get(step)
