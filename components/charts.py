@@ -16,7 +16,6 @@ values key and the chart's default, as in the pinned chart's values.yaml), and
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pulumi_kubernetes as k8s
@@ -41,6 +40,7 @@ from .constants import (
     PROMETHEUS_ADAPTER_CHART_REPO,
     PROMETHEUS_ADAPTER_CHART_VERSION,
 )
+from .frozen import frozen
 from .images import mirrored, split_image
 from .monitoring.constants import (
     FLUENT_BIT_CHART,
@@ -57,7 +57,7 @@ from .monitoring.constants import (
 _OCI = "oci://"
 
 
-@dataclass(frozen=True)
+@frozen
 class Chart:
     """A pinned chart."""
 
@@ -84,7 +84,7 @@ FLUENT_BIT = Chart(FLUENT_BIT_CHART, FLUENT_BIT_CHART_VERSION, FLUENT_BIT_CHART_
 MONITORING_CHARTS: tuple[Chart, ...] = (KUBE_PROMETHEUS_STACK, LOKI, FLUENT_BIT)
 
 
-@dataclass(frozen=True)
+@frozen
 class ChartSource:
     """Where every Release of the stack reads its chart."""
 
@@ -126,7 +126,7 @@ PUBLIC_REPOSITORIES = ChartSource()
 ImageLayout = Literal["registry", "repository", "prefix"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ChartImage:
     """One image a chart can deploy: the values block that sets it, and the chart's default."""
 

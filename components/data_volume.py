@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pulumi
 
 from . import kube
 from .constants import SKIP_AWAIT_ANNOTATION, VOLUME_PURPOSE_LABEL
+from .frozen import frozen
 from .labels import team_labels
 
 
-@dataclass(frozen=True)
+@frozen
 class DataVolumeArgs:
+    """Inputs of one team volume claim (datasets, checkpoints, models)."""
+
     team: str
     namespace: pulumi.Input[str]
     """Pass the namespace's output (``TeamNamespace.namespace``) so the claim waits for it."""

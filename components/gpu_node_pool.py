@@ -31,12 +31,11 @@ Why NodePatch, and what removing a static pool does (evidence, pulumi/pulumi-kub
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
 from . import kube
 from .constants import (
@@ -65,15 +64,17 @@ from .constants import (
     PATCH_FIELD_MANAGER_ANNOTATION,
     ZONE_LABEL,
 )
+from .frozen import frozen
 from .gpu_products import units_per_gpu
 from .labels import platform_labels
 from .scheduling_contract import SchedulingContract, Taint, gpu_resource_name
+from .yaml_text import dump_yaml
 
 GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)
 """The ecosystem's GPU taint; the GPU operator's daemonsets tolerate it by default."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuSharing:
     """How one physical GPU is offered to pods."""
 
@@ -101,7 +102,7 @@ class GpuSharing:
         return config
 
 
-@dataclass(frozen=True)
+@frozen
 class DisruptionBudget:
     """A Karpenter disruption budget: at most ``nodes`` disrupted at once (while scheduled)."""
 
@@ -125,7 +126,7 @@ class DisruptionBudget:
         return budget
 
 
-@dataclass(frozen=True)
+@frozen
 class KarpenterDisruption:
     """When Karpenter may take nodes away. Defaults protect running training."""
 
@@ -141,7 +142,7 @@ class KarpenterDisruption:
     """Longest a draining node waits for its pods before Karpenter terminates it anyway."""
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockDevice:
     """An EBS volume of the node."""
 
@@ -168,7 +169,7 @@ class BlockDevice:
         return {"deviceName": self.device_name, "rootVolume": self.root_volume, "ebs": ebs}
 
 
-@dataclass(frozen=True)
+@frozen
 class KubeletSpec:
     """Kubelet settings of the pool's nodes: eviction thresholds and reservations. Empty maps
     leave the kubelet's (or Karpenter's) own values."""
@@ -215,7 +216,7 @@ def kubelet_configuration(kubelet: KubeletSpec) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@frozen
 class Ec2NodeClassSpec:
     """An EC2NodeClass the pool owns (AWS). Selectors match subnets/groups by tag."""
 
@@ -256,7 +257,7 @@ class Ec2NodeClassSpec:
         return spec
 
 
-@dataclass(frozen=True)
+@frozen
 class KarpenterBackend:
     """Nodes launched on demand by Karpenter."""
 
@@ -280,7 +281,7 @@ class KarpenterBackend:
     """Preference among NodePools that fit the same pod (higher first)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class StaticBackend:
     """Existing nodes, labelled and tainted in place."""
 
@@ -291,7 +292,7 @@ class StaticBackend:
     platform cannot reconfigure an existing kubelet."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuNodePoolArgs:
     """Inputs of a GpuNodePool."""
 
@@ -471,4 +472,4 @@ class GpuNodePool(pulumi.ComponentResource):
 
 def device_plugin_config_yaml(config: Mapping[str, Any]) -> str:
     """A config entry as the device plugin reads it from the ConfigMap."""
-    return yaml.safe_dump(dict(config), sort_keys=False)
+    return dump_yaml(dict(config))

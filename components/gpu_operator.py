@@ -13,7 +13,7 @@ strategy). Nodes outside every pool get the ``default`` entry: whole GPUs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -29,6 +29,7 @@ from .constants import (
     GPU_TAINT_KEY,
     PSA_PRIVILEGED,
 )
+from .frozen import frozen
 from .gpu_node_pool import GpuSharing, device_plugin_config_yaml
 from .labels import platform_labels
 from .network_policies import PolicySpec, SystemNetwork, gpu_operator_policies
@@ -90,7 +91,7 @@ CHART_IMAGES: tuple[ChartImage, ...] = (
 Not the vGPU manager: the chart has no default for it (each site builds its own driver image)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuOperatorArgs(PlatformChartArgs):
     """Inputs of a GpuOperator. Defaults install everything, as on bare GPU nodes."""
 

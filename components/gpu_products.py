@@ -8,10 +8,11 @@ operator's default mig-parted config (``all-<profile>``), per the NVIDIA MIG use
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class MigFamily:
     """GPUs sharing one MIG geometry (same memory size)."""
 

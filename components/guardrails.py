@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 import pulumi
@@ -50,6 +50,7 @@ from .constants import (
     TENANT_PRIORITY_CLASSES_ANNOTATION,
     TENANT_REACHABLE_FROM_ANNOTATION,
 )
+from .frozen import frozen
 from .labels import platform_labels
 from .monitoring.constants import PLATFORM_ALERT_LABEL
 
@@ -59,7 +60,7 @@ PRIORITY_QUOTA_NAME: Final = "priority-classes"
 
 
 # --- What a namespace allows --------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class TenantLimits:
     """What one team namespace may use, as the guardrails read it from the Namespace."""
 
@@ -103,7 +104,7 @@ def _cel_string(text: str) -> str:
     return json.dumps(text)
 
 
-@dataclass(frozen=True)
+@frozen
 class Message:
     """A message with ``{placeholders}``; ``fields`` maps each one to a CEL string expression."""
 
@@ -132,7 +133,7 @@ _KIND = "object.kind"
 
 
 # --- The shapes of pod-carrying objects --------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class Shape:
     """Where a kind keeps its pod spec and the labels Kueue reads its queue from."""
 
@@ -303,7 +304,7 @@ def _variables(shape: Shape) -> list[dict[str, str]]:
 
 
 # --- The rules ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """One validation: what must hold, and what a tenant is told when it does not."""
 
@@ -496,7 +497,7 @@ def binding_spec(name: str) -> dict[str, Any]:
 
 
 # --- Teams' monitors and rules (the Prometheus operator's kinds) ------------------------------
-@dataclass(frozen=True)
+@frozen
 class MonitorPolicy:
     """One kind a team may create that Prometheus acts on, and what it may not ask of it."""
 
@@ -605,8 +606,10 @@ def monitor_rule(name: str) -> Rule:
     return next(r for p in MONITOR_POLICIES for r in p.rules if r.name == name)
 
 
-@dataclass(frozen=True)
+@frozen
 class TenantGuardrailsArgs:
+    """Inputs of the tenant guardrails."""
+
     queueing: bool = True
     """Kueue is installed: GPU workloads must name the team's GPU queue."""
 

@@ -16,7 +16,8 @@ name mirrored images directly.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .frozen import frozen
 
 DOCKER_HUB = "docker.io"
 _DOCKER_HUB_ALIASES = frozenset({"index.docker.io", "registry-1.docker.io"})
@@ -47,7 +48,7 @@ def registry_prefix_problem(prefix: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class ImageName:
     """An image reference split as runtimes resolve it."""
 

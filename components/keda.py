@@ -16,7 +16,6 @@ while KEDA restarts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
@@ -30,6 +29,7 @@ from .constants import (
     KEDA_RELEASE,
     KEDA_WEBHOOKS,
 )
+from .frozen import frozen
 from .network_policies import keda_policies
 from .platform_chart import ChartInstall, PlatformChartArgs
 
@@ -47,7 +47,7 @@ _POD_SECURITY = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefaul
 forbid privilege escalation and run on a read-only root."""
 
 
-@dataclass(frozen=True)
+@frozen
 class KedaArgs(PlatformChartArgs):
     """Inputs of the Keda component."""
 

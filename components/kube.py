@@ -15,14 +15,15 @@ the caller uses the typed class.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pulumi
 from pulumi_kubernetes import _utilities as k8s_utilities
 
+from .frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Kind:
     """What the typed class of one kind puts into its registration."""
 

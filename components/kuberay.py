@@ -10,7 +10,6 @@ integrations (``components.kueue.KUEUE_FRAMEWORKS``) pick them up once they exis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
@@ -24,6 +23,7 @@ from .constants import (
     RAY_NODE_TYPE_LABEL,
     TEAM_LABEL,
 )
+from .frozen import frozen
 from .network_policies import PolicySpec, SystemNetwork, controller_namespace, prometheus_peer
 from .network_rules import labelled_namespaces_peer, pod_selector, ports
 from .platform_chart import ChartInstall, PlatformChartArgs
@@ -39,7 +39,7 @@ CHART_IMAGES: tuple[ChartImage, ...] = (
 """Every image the KubeRay chart deploys (its values.yaml), for a registry mirror."""
 
 
-@dataclass(frozen=True)
+@frozen
 class KubeRayOperatorArgs(PlatformChartArgs):
     """Inputs of the KubeRayOperator component."""
 

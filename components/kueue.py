@@ -12,12 +12,11 @@ v1beta1, which Kueue 0.20 stops serving).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from .charts import KUEUE, Chart, ChartImage, chart_image_values, merge_values
@@ -38,10 +37,12 @@ from .constants import (
     TEAM_LABEL,
     TEAM_LOCAL_QUEUE_NAME,
 )
+from .frozen import frozen
 from .labels import platform_labels, team_labels
 from .network_policies import kueue_policies
 from .platform_chart import ChartInstall, PlatformChartArgs
 from .scheduling_contract import SchedulingContract
+from .yaml_text import dump_yaml
 
 COMPUTE_RESOURCES: tuple[str, str] = ("cpu", "memory")
 
@@ -139,7 +140,7 @@ def manager_config(fair_sharing: bool, elastic_jobs: bool = False) -> dict[str, 
     return config
 
 
-@dataclass(frozen=True)
+@frozen
 class FlavorSpec:
     """A ResourceFlavor mirroring one GPU node pool."""
 
@@ -150,14 +151,16 @@ class FlavorSpec:
     """Factor by which teams' nominal quotas may exceed ``capacity``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkloadPrioritySpec:
+    """One Kueue WorkloadPriorityClass: its name, value and description."""
+
     name: str
     value: int
     description: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class KueueArgs(PlatformChartArgs):
     """Inputs of the Kueue component."""
 
@@ -188,8 +191,8 @@ def chart_values(args: KueueArgs) -> dict[str, Any]:
     values: dict[str, Any] = {
         "enablePrometheus": args.service_monitor,
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(
-                manager_config(args.fair_sharing, args.elastic_jobs), sort_keys=False
+            "controllerManagerConfigYaml": dump_yaml(
+                manager_config(args.fair_sharing, args.elastic_jobs)
             )
         },
     }
@@ -280,7 +283,7 @@ class Kueue(pulumi.ComponentResource):
         self.register_outputs({"namespace": self.namespace_name, "flavors": self.flavor_names})
 
 
-@dataclass(frozen=True)
+@frozen
 class QuotaLimits:
     """Quota of one resource in one flavour (Kubernetes quantities)."""
 
@@ -299,7 +302,7 @@ class QuotaLimits:
         return entry
 
 
-@dataclass(frozen=True)
+@frozen
 class FlavorQuota:
     """A team's quota in one pool flavour: cpu, memory and the pool's GPU resource."""
 
@@ -308,7 +311,7 @@ class FlavorQuota:
     """Resource name → limits. Covered resources the map lacks get a nominal quota of 0."""
 
 
-@dataclass(frozen=True)
+@frozen
 class TeamQueueArgs:
     """Inputs of a TeamQueue."""
 
@@ -413,7 +416,7 @@ class TeamQueue(pulumi.ComponentResource):
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class DefaultQueueArgs:
     """Inputs of a DefaultQueue: the team's namespace quota for cpu and memory."""
 

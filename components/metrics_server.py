@@ -16,7 +16,6 @@ stack says the kubelets' serving certificates are not signed by the cluster CA.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
@@ -30,6 +29,7 @@ from .constants import (
     METRICS_SERVER_PORT,
     METRICS_SERVER_RELEASE,
 )
+from .frozen import frozen
 from .monitoring.constants import KUBELET_PORT
 from .network_policies import (
     PolicySpec,
@@ -56,7 +56,7 @@ RESOURCE_METRICS_API: Final = "v1beta1.metrics.k8s.io"
 """The APIService the chart registers."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MetricsServerArgs(PlatformChartArgs):
     """Inputs of the MetricsServer component."""
 

@@ -10,7 +10,6 @@ it), Prometheus (by namespace and the component label our chart values give its 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -30,6 +29,7 @@ from .constants import (
     KEDA_WEBHOOKS,
     TEAM_LABEL,
 )
+from .frozen import frozen
 from .labels import platform_labels
 from .monitoring.constants import (
     API_SERVER_PORTS,
@@ -58,7 +58,7 @@ KUEUE_VISIBILITY_PORT = 8082
 (the pinned chart's manager Deployment)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PolicySpec:
     """One NetworkPolicy: its name, namespace and ``spec``."""
 
@@ -67,7 +67,7 @@ class PolicySpec:
     spec: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@frozen
 class SystemNetwork:
     """What a platform namespace's policies need from the stack."""
 

@@ -9,7 +9,7 @@ the public repositories or a mirror, its images pulled through the registry mirr
 
 Adding one:
 
-1. ``@dataclass(frozen=True) class FooArgs(PlatformChartArgs)``: redeclare ``chart`` and
+1. ``@frozen class FooArgs(PlatformChartArgs)``: redeclare ``chart`` and
    ``namespace`` with the component's defaults (the pinned ``Chart`` and its namespace constant),
    then add the component's own fields, each with a default; redeclare another base field to
    change its default (``timeout_seconds: int = 600``).
@@ -21,7 +21,6 @@ Adding one:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -30,6 +29,7 @@ import pulumi_kubernetes as k8s
 from . import kube
 from .charts import PUBLIC_REPOSITORIES, Chart, ChartSource
 from .constants import PSA_RESTRICTED
+from .frozen import frozen
 from .labels import system_namespace_labels
 from .network_policies import PolicySpec, SystemNetwork, create_policies
 
@@ -37,7 +37,7 @@ Policies = Callable[[str, SystemNetwork], Sequence[PolicySpec]]
 """A component's NetworkPolicies, from its namespace and the stack's network."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PlatformChartArgs:
     """Inputs every chart component takes. A component's args redeclare ``chart`` and
     ``namespace`` with its own defaults."""

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pulumi
 
 from . import kube
+from .frozen import frozen
 from .labels import platform_labels
 from .predicates import global_default
 
 
-@dataclass(frozen=True)
+@frozen
 class PriorityClassSpec:
+    """One PriorityClass."""
+
     name: str
     value: int
     global_default: bool = False
@@ -23,8 +25,10 @@ class PriorityClassSpec:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class PriorityClassesArgs:
+    """Inputs of the PriorityClasses component."""
+
     classes: Sequence[PriorityClassSpec]
     """At most one may be ``global_default`` (the API server admits one); the stack config
     requires exactly one."""

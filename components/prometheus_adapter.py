@@ -21,7 +21,6 @@ autoscalers stop without it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -36,6 +35,7 @@ from .constants import (
     PROMETHEUS_ADAPTER_PORT,
     PROMETHEUS_ADAPTER_RELEASE,
 )
+from .frozen import frozen
 from .monitoring.constants import PROMETHEUS_PORT
 from .network_policies import (
     PolicySpec,
@@ -63,7 +63,7 @@ METRICS_QUERY: Final = "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 Service's ServiceMonitor and the inference Services' shared one)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PrometheusAdapterArgs(PlatformChartArgs):
     """Inputs of the PrometheusAdapter component."""
 

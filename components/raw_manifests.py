@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pulumi
@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from . import kube
 from .constants import ESCAPE_HATCH_EXCEPTION_ANNOTATION, RAW_MANIFESTS_TYPE
+from .frozen import frozen
 
 BUILTIN_GROUP_MODULES: dict[str, str] = {
     "": "core",
@@ -148,8 +149,10 @@ def typed_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | No
     return found if isinstance(found, type) else None
 
 
-@dataclass(frozen=True)
+@frozen
 class RawManifestsArgs:
+    """Inputs of a set of objects registered from complete manifests."""
+
     manifests: Sequence[Mapping[str, Any]]
     """Complete manifests: ``apiVersion``, ``kind``, ``metadata.name`` (and ``namespace`` for
     namespaced kinds). Nested keys stay camelCase, exactly as in kubectl YAML."""

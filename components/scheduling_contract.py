@@ -13,13 +13,14 @@ selector on the plain product would stop matching the pool's own nodes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .constants import GPU_RESOURCE, MIG_RESOURCE_PREFIX
+from .frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Taint:
     """A node taint and the toleration that matches exactly it."""
 
@@ -57,7 +58,7 @@ def gpu_resource_name(sharing: str, mig_profile: str | None, mig_strategy: str) 
     return GPU_RESOURCE
 
 
-@dataclass(frozen=True)
+@frozen
 class SchedulingContract:
     """Everything a workload or a queue needs to target one GPU node pool."""
 

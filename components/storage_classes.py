@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import pulumi
 
 from . import kube
 from .constants import VOLUME_PURPOSE_LABEL
+from .frozen import frozen
 from .labels import platform_labels
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 
-@dataclass(frozen=True)
+@frozen
 class StorageClassSpec:
+    """One StorageClass."""
+
     name: str
     provisioner: str
     """CSI driver, e.g. ``ebs.csi.aws.com``, ``nfs.csi.k8s.io``, ``rancher.io/local-path``."""
@@ -30,8 +33,10 @@ class StorageClassSpec:
     mount_options: Sequence[str] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class StorageClassesArgs:
+    """Inputs of the StorageClasses component."""
+
     classes: Sequence[StorageClassSpec]
     retain_on_delete: bool = False
     """Leave the classes in the cluster when the stack drops them (prod)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -30,6 +30,7 @@ from .constants import (
     TEAM_WORKLOAD_SERVICE_ACCOUNT,
     TRAINING_ENV_VAR,
 )
+from .frozen import frozen
 from .guardrails import PRIORITY_QUOTA_NAME, TenantLimits, priority_quota_spec
 from .labels import team_labels
 from .network_rules import allow_dns, default_deny
@@ -63,7 +64,7 @@ _READ_ONLY = ("get", "list", "watch")
 _ALL_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
 
-@dataclass(frozen=True)
+@frozen
 class TeamQuotaSpec:
     """Hard limits for the team's ResourceQuota (Kubernetes quantities)."""
 
@@ -81,7 +82,7 @@ class TeamQuotaSpec:
     """MIG profile → slices: ``requests.nvidia.com/mig-<profile>`` for mixed-strategy MIG pools."""
 
 
-@dataclass(frozen=True)
+@frozen
 class TeamNamespaceArgs:
     """Inputs of a TeamNamespace. Defaults are the platform's seed values."""
 

@@ -8,10 +8,10 @@ connection from the Secret, never from config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from .constants import APP_COMPONENT_LABEL, APP_NAME_LABEL, REDIS_CLIENT_LABEL
+from .frozen import frozen
 from .network_rules import pods_peer, ports
 
 REDIS_SERVICE: Final = "team-redis"
@@ -32,7 +32,7 @@ REDIS_URL_ENV: Final = "REDIS_URL"
 STATUS_CHANNEL_ENV: Final = "STATUS_CHANNEL"
 
 
-@dataclass(frozen=True)
+@frozen
 class RedisClient:
     """A workload's pods as clients of their team's Redis (``WorkloadPodArgs.redis``)."""
 

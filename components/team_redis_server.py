@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
@@ -39,6 +39,7 @@ from .constants import (
     TEAM_WORKLOAD_SERVICE_ACCOUNT,
     VOLUME_PURPOSE_LABEL,
 )
+from .frozen import frozen
 from .images import REDIS_EXPORTER_IMAGE, REDIS_IMAGE
 from .network_policies import keda_operator_peer
 from .network_rules import namespaces_peer, pod_selector, pods_peer, ports
@@ -91,7 +92,7 @@ answer itself is compared)."""
 EXPORTER_RESOURCES: Final = ComputeResources(cpu="50m", memory="64Mi")
 
 
-@dataclass(frozen=True)
+@frozen
 class TeamRedisArgs:
     """Inputs of a TeamRedis. Defaults are the platform's seed values."""
 

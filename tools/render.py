@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from .mockrun import CapturedResource
+from components.yaml_text import SAFE_DUMPER
 
-_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+from .mockrun import CapturedResource
 
 
 def manifest_file_name(manifest: dict[str, Any]) -> str:
@@ -55,7 +55,7 @@ def write_manifests(resources: list[CapturedResource], directory: Path) -> dict[
             raise ValueError(f"two resources render to the same manifest {name}")
         written.add(name)
         text = yaml.dump(
-            ordered(resource.inputs), Dumper=_DUMPER, sort_keys=False, default_flow_style=False
+            ordered(resource.inputs), Dumper=SAFE_DUMPER, sort_keys=False, default_flow_style=False
         )
         (directory / name).write_text(text, encoding="utf-8")
         files[resource.urn] = name

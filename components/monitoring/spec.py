@@ -7,7 +7,7 @@ Alertmanager config, NetworkPolicies) can import them without importing the comp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 import pulumi
@@ -22,11 +22,13 @@ from components.constants import (
     MONITORING_NAMESPACE,
 )
 
+from ..frozen import frozen
+
 ReceiverType = Literal["slack", "pagerduty", "webhook", "email"]
 LokiMode = Literal["single-binary", "scalable"]
 
 
-@dataclass(frozen=True)
+@frozen
 class PrometheusSpec:
     """The Prometheus server (``prometheus.prometheusSpec``)."""
 
@@ -56,7 +58,7 @@ class PrometheusSpec:
     """``enforcedLabelLimit``: most labels per sample."""
 
 
-@dataclass(frozen=True)
+@frozen
 class AlertReceiver:
     """One Alertmanager receiver and the route to it. ``credential`` is always a secret."""
 
@@ -78,7 +80,7 @@ class AlertReceiver:
     auth_username: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class AlertmanagerSpec:
     """Alertmanager: where alerts go."""
 
@@ -95,7 +97,7 @@ MIN_PASSWORD_LENGTH = 32
 """The shortest generated Grafana admin password."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GrafanaSpec:
     """Grafana. The admin password is generated; only the Secret's name leaves the component."""
 
@@ -116,7 +118,7 @@ class GrafanaSpec:
             )
 
 
-@dataclass(frozen=True)
+@frozen
 class LokiObjectStorage:
     """S3-compatible storage of scalable Loki. Credentials only by Secret reference."""
 
@@ -132,7 +134,7 @@ class LokiObjectStorage:
     insecure: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class LokiSpec:
     """Loki: ``single-binary`` on a PVC, or ``scalable`` (read/write/backend) on S3."""
 
@@ -147,7 +149,7 @@ class LokiSpec:
     """Required for ``scalable``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class FluentBitSpec:
     """Fluent Bit DaemonSet shipping container logs to Loki."""
 
@@ -160,7 +162,7 @@ class FluentBitSpec:
     exclude_namespaces: Sequence[str] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ScrapeSpec:
     """ServiceMonitors this component adds to the charts' own."""
 
@@ -175,7 +177,7 @@ class ScrapeSpec:
     """A PodMonitor for every Ray head and worker of the teams (needs the KubeRay operator)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NetworkSpec:
     """Node-level addresses the NetworkPolicies need as ipBlocks: nodes have no pod labels."""
 
@@ -190,7 +192,7 @@ class NetworkSpec:
     Prometheus adapter, which answers the custom metrics API from it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class DcgmCountersSpec:
     """Where the DCGM counters ConfigMap goes: the GPU operator's namespace."""
 
@@ -201,7 +203,7 @@ class DcgmCountersSpec:
     """Resources that must exist first (the GPU operator's Namespace)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MonitoringStackArgs:
     """Inputs of a MonitoringStack. Defaults are a small single-replica dev stack."""
 

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
-import yaml
 
 from components.charts import FLUENT_BIT, KUBE_PROMETHEUS_STACK, LOKI
 from components.constants import (
@@ -61,9 +60,9 @@ from components.constants import (
 from components.labels import platform_labels
 
 from .. import kube
+from ..yaml_text import dump_yaml
 from . import assets
 from .alerting import alertmanager_config
-from .assets import FAST_SAFE_LOADER
 from .constants import (
     ALERTMANAGER_CONFIG_KEY,
     ALERTMANAGER_CONFIG_SECRET,
@@ -129,23 +128,12 @@ __all__ = [
     "PrometheusSpec",
     "ScrapeSpec",
     "pod_monitor_specs",
-    "rule_files_groups",
     "service_monitor_specs",
 ]
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 PASSWORD_SPECIALS = "!#%*-_=+:?"
 """Special characters of the Grafana password: none that YAML, env files or shells mangle."""
-
-
-def rule_files_groups(runbook_base_url: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Rule file stem → its groups, as ``assets.load_rule_groups`` renders them."""
-    rendered = {group["name"]: group for group in assets.load_rule_groups(runbook_base_url)}
-    result: dict[str, list[dict[str, Any]]] = {}
-    for path in assets.rule_files():
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER)
-        result[path.stem] = [rendered[group["name"]] for group in document["groups"]]
-    return result
 
 
 def service_monitor_specs(scrape: ScrapeSpec) -> dict[str, dict[str, Any]]:
@@ -299,9 +287,7 @@ def alertmanager_yaml(args: MonitoringStackArgs) -> pulumi.Output[str]:
     """``alertmanager.yaml``, rendered over the receivers' credentials as secrets."""
     receivers = list(args.alertmanager.receivers)
     return pulumi.Output.all(*_secret_credentials(receivers)).apply(
-        lambda creds: yaml.safe_dump(
-            alertmanager_config(receivers, list(creds), args.team_namespaces), sort_keys=False
-        )
+        lambda creds: dump_yaml(alertmanager_config(receivers, list(creds), args.team_namespaces))
     )
 
 
@@ -391,7 +377,7 @@ def custom_resource_specs(
             {"name": f"aiplatform-{stem}", "namespace": mon, "labels": selected()},
             {"groups": groups},
         )
-        for stem, groups in rule_files_groups(args.runbook_base_url).items()
+        for stem, groups in assets.load_rule_files(args.runbook_base_url).items()
     }
     for kind, monitors in (
         ("ServiceMonitor", service_monitor_specs(args.scrape)),

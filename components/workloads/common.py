@@ -8,7 +8,6 @@ other NetworkPolicy pieces are ``components.network_rules``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ..constants import (
@@ -18,6 +17,7 @@ from ..constants import (
     CLUSTER_DOMAIN,
     WORKLOAD_TYPE_LABEL,
 )
+from ..frozen import frozen
 from ..labels import team_labels
 from ..network_rules import cidr_peers, ports
 from ..predicates import is_dns1035_label, is_env_name, opens_everything
@@ -49,7 +49,7 @@ def check_env(env: Mapping[str, str], reserved: frozenset[str], what: str) -> No
             raise ValueError(f"{what}: environment variable {key!r} is set by the component")
 
 
-@dataclass(frozen=True)
+@frozen
 class ComputeResources:
     """CPU and memory of one container (Kubernetes quantities)."""
 
@@ -70,7 +70,7 @@ class ComputeResources:
         return {"cpu": self.cpu_limit or self.cpu, "memory": self.memory_limit or self.memory}
 
 
-@dataclass(frozen=True)
+@frozen
 class EgressAllowance:
     """Cluster-external destinations a workload may open connections to (object storage)."""
 

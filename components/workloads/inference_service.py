@@ -19,7 +19,7 @@ Why some choices (docs/workloads.md has the long form):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
@@ -33,6 +33,7 @@ from ..constants import (
     WORKLOAD_TYPE_INFERENCE,
     ZONE_LABEL,
 )
+from ..frozen import frozen
 from ..network_rules import dns_egress, namespaces_peer, pods_peer, tcp
 from ..predicates import dependency_env, env_var_prefix, inference_conflicts
 from . import workload_pod as pod
@@ -60,7 +61,7 @@ RESERVED_ENV: Final = pod.POD_RESERVED_ENV | {"PORT", "METRICS_PORT", "MODEL_DIR
 """Set by the component (``<DEPENDENCY>_HOST``/``_PORT`` too); user env may not."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CustomMetric:
     """A per-pod metric served by a metrics adapter (e.g. the Prometheus adapter)."""
 
@@ -70,7 +71,7 @@ class CustomMetric:
     """Target per pod (a quantity): the HPA adds replicas while the average is above it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Autoscaling:
     """HorizontalPodAutoscaler bounds and targets (seed values: 2..5 replicas at 80% of the CPU
     and of the memory requested)."""
@@ -101,7 +102,7 @@ class Autoscaling:
             )
 
 
-@dataclass(frozen=True)
+@frozen
 class Probes:
     """HTTP probes on the serving port."""
 
@@ -118,7 +119,7 @@ class Probes:
         return max(1, -(-self.startup_timeout_seconds // self.period_seconds))
 
 
-@dataclass(frozen=True)
+@frozen
 class StatefulDependency:
     """A small stateful service next to the server (Redis for job status, a model cache)."""
 
@@ -146,7 +147,7 @@ class StatefulDependency:
             raise ValueError(f"dependency {self.name}: replicas must be >= 1")
 
 
-@dataclass(frozen=True)
+@frozen
 class InferenceServiceArgs(pod.WorkloadPodArgs):
     """Inputs of an InferenceService: the pod fields of ``WorkloadPodArgs`` (a pod is a replica;
     a queued service's pods go through Kueue's deployment integration) and the service's own.

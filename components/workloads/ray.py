@@ -23,12 +23,11 @@ isolated. docs/workloads.md has the long form.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
 from .. import kube
 from ..constants import (
@@ -41,6 +40,7 @@ from ..constants import (
     SKIP_AWAIT_ANNOTATION,
     WORKLOAD_TYPE_TRAINING,
 )
+from ..frozen import frozen
 from ..network_policies import api_server_egress
 from ..network_rules import (
     dns_egress,
@@ -57,6 +57,7 @@ from ..team_redis import (
     REDIS_SERVICE,
     redis_client_labels,
 )
+from ..yaml_text import dump_yaml
 from .common import (
     ComputeResources,
     cidr_egress_rules,
@@ -137,7 +138,7 @@ RESERVED_ENV: Final = KUBERAY_ENV | POD_RESERVED_ENV
 """Environment variables KubeRay, the component or the team ConfigMap set; user env may not."""
 
 
-@dataclass(frozen=True)
+@frozen
 class RayClusterArgs(WorkloadPodArgs):
     """Inputs of a RayCluster. The base's ``resources`` and ``gpus`` are one worker's; ``image``
     is the Ray image of every pod (head, workers, submitter)."""
@@ -192,7 +193,7 @@ class RayClusterArgs(WorkloadPodArgs):
         return f"{self.name}-ray-network"
 
 
-@dataclass(frozen=True)
+@frozen
 class RayJobArgs(RayClusterArgs):
     """Inputs of a RayJob: its own cluster (the base, with ``min_workers == max_workers``, no
     autoscaler) and the run."""
@@ -395,7 +396,7 @@ def ray_job_spec(args: RayJobArgs, namespace: str) -> dict[str, Any]:
         },
     }
     if args.runtime_env:
-        spec["runtimeEnvYAML"] = yaml.safe_dump(dict(args.runtime_env), sort_keys=False)
+        spec["runtimeEnvYAML"] = dump_yaml(dict(args.runtime_env))
     if args.queue_name:
         spec["suspend"] = True
     return spec

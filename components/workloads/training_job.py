@@ -22,7 +22,7 @@ What it renders and why (docs/workloads.md has the long form):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
@@ -40,6 +40,7 @@ from ..constants import (
     WORKLOAD_TYPE_EVALUATION,
     WORKLOAD_TYPE_TRAINING,
 )
+from ..frozen import frozen
 from ..network_rules import dns_egress, pods_peer
 from ..scheduling_contract import SchedulingContract
 from . import workload_pod as pod
@@ -88,7 +89,7 @@ RESERVED_ENV: Final = pod.POD_RESERVED_ENV | TORCHRUN_ENV | {"DATASET_DIR", "CHE
 """Environment variables the component (or the team ConfigMap) sets; user env may not."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckpointVolume:
     """Where checkpoints go: an existing claim, or one the job creates (``storage_class`` +
     ``size``). Exactly one of the two."""
@@ -113,7 +114,7 @@ class CheckpointVolume:
             )
 
 
-@dataclass(frozen=True)
+@frozen
 class PreflightSpec:
     """The ``--start-check`` init container."""
 
@@ -129,7 +130,7 @@ class PreflightSpec:
     fell off the bus), which a new pod elsewhere does not have; on, it fails the job at once."""
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainingJobArgs(pod.WorkloadPodArgs):
     """Inputs of a TrainingJob: the pod fields of ``WorkloadPodArgs`` (a pod is a worker: its
     ``gpus`` are torchrun's ``NPROC_PER_NODE``, the preflight gets its ``resources``) and the

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pulumi
@@ -34,6 +34,7 @@ import pulumi_kubernetes as k8s
 
 from .. import kube
 from ..constants import KEDA_API_VERSION, WORKLOAD_TYPE_WORKER
+from ..frozen import frozen
 from ..network_rules import dns_egress, pod_selector
 from ..team_redis import (
     REDIS_CLIENT_ENV,
@@ -68,7 +69,7 @@ RESERVED_ENV: Final = pod.POD_RESERVED_ENV | {BROKER_ENV} | REDIS_CLIENT_ENV
 """Set by the component (a worker is always a team Redis client); user env may not."""
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueAutoscaling:
     """KEDA's ScaledObject: replicas follow the longest queue."""
 
@@ -91,7 +92,7 @@ class QueueAutoscaling:
             raise ValueError("QueueAutoscaling: tasks_per_replica must be >= 1")
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkerPoolArgs(pod.WorkloadPodArgs):
     """Inputs of a WorkerPool: the pod fields of ``WorkloadPodArgs`` (``command`` stays empty:
     the component runs ``celery worker``; ``args`` are more worker options) and the pool's own.

@@ -10,7 +10,7 @@ its own, and its ``*_spec`` functions build pods from ``workload_container`` and
 
 Adding a kind (a Ray cluster, a Celery worker pool):
 
-1. ``@dataclass(frozen=True) class RayClusterArgs(WorkloadPodArgs)``: set ``KIND`` (it names the
+1. ``@frozen class RayClusterArgs(WorkloadPodArgs)``: set ``KIND`` (it names the
    kind in errors) and, if needed, ``MAX_NAME_LENGTH`` and ``POD_NOUN``; add only the kind's
    fields, each with a default (the base's required fields come first); redeclare a base field
    to change its default (``tmp_size: str = "8Gi"``).
@@ -28,7 +28,7 @@ Adding a kind (a Ray cluster, a Celery worker pool):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Final
 
 import pulumi
@@ -39,6 +39,7 @@ from ..constants import (
     TEAM_WORKLOAD_SERVICE_ACCOUNT,
     TRAINING_ENV_VAR,
 )
+from ..frozen import frozen
 from ..scheduling_contract import SchedulingContract
 from ..team_redis import (
     REDIS_CLIENT_ENV,
@@ -71,7 +72,7 @@ Volume = tuple[dict[str, Any], dict[str, Any]]
 """A pod volume and the container's mount of it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkloadPodArgs:
     """Inputs every workload kind's pods take. Defaults are the platform's seed values; a kind
     redeclares a field to change its default."""

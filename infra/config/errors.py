@@ -6,13 +6,13 @@ import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from components.constants import PROJECT
+from components.frozen import frozen
 
 PathPart = str | int
 
@@ -72,7 +72,7 @@ def render_key_path(path: Sequence[PathPart], names: Sequence[str | None] = ()) 
     return text
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfigIssue:
     """One problem at one key path, e.g. ``("teams", 2, "quota", "gpus")``."""
 

@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.constants import PROJECT
+from components.yaml_text import SAFE_LOADER
 
 from .errors import ConfigError, ConfigIssue, issues_from_validation_error, name_items
 from .partial import describe_skipped, partial_config
@@ -222,7 +223,7 @@ def _replace_secure(
     return value
 
 
-class _StackFileLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _StackFileLoader(SAFE_LOADER):  # type: ignore[misc, valid-type]
     """YAML as the Pulumi CLI reads stack files: duplicate keys are errors, merge keys (``<<``)
     merge as its YAML library merges them (a key written beside them wins, then the earlier of
     several merged mappings), and dates stay the strings the engine would pass (PyYAML would

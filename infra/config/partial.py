@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextvars
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from components.frozen import frozen
 
 from .errors import ITEM_NAME_KEYS, ConfigIssue, PathPart, closest_key, item_name, named_key_path
 
@@ -133,7 +134,7 @@ def partial_config(model: type[BaseModel], raw: Mapping[str, Any], error: Valida
 
 
 # --- Running rules ------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class SkippedCheck:
     """A rule that did not run, or did not run for some entries, because ``input`` is broken."""
 

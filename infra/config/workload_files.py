@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from components.frozen import frozen
+
 from .errors import ConfigIssue, closest_key
 
 WORKLOAD_FILES_KEY = "workloadFiles"
@@ -28,7 +30,7 @@ FILE_KEYS = (WORKLOADS_KEY,)
 """The keys a workload file may hold."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Origin:
     """Where a workload taken from a file is written: the file (as the stack names it, relative to
     the project folder) and its position in that file's ``workloads``."""

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import pulumi
@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.constants import WORKLOAD_TYPE_WORKER
 from components.data_volume import DataVolume
+from components.frozen import frozen
 from components.images import mirrored
 from components.kueue import DefaultQueue, TeamQueue
 from components.predicates import global_default
@@ -56,7 +57,7 @@ RAY_CLIENT_PORT = RAY_PORTS["ray-client-server-port"]
 """What a Ray cluster's output publishes: ``ray.init("ray://<serviceHost>:<port>")``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Tenant:
     """What a team's workloads need from the team: its config, namespace, queue and volumes.
 

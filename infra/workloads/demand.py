@@ -6,9 +6,9 @@ workload's main pods are its workers; its head (with the autoscaler sidecar) is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 
+from components.frozen import frozen
 from components.workloads.ray import AUTOSCALER_RESOURCES, SUBMITTER_RESOURCES
 from components.workloads.worker_pool import MAX_SURGE
 
@@ -17,7 +17,7 @@ from ..config.quantity import parse_quantity
 from .config import RAY_KINDS, ComputeConfig, DependencyConfig, RayHeadConfig, WorkloadConfig
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkloadDemand:
     """What a workload holds at once: its main pods and its stateful dependencies."""
 
