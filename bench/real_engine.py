@@ -372,7 +372,7 @@ class StackBench:
         self.e2e_stack = derive(
             self.name,
             work_dir=self.work,
-            overrides=cluster_overrides(charts, self.cluster.kubeconfig),
+            overrides=cluster_overrides(charts, self.cluster.kubeconfig, self.config),
             source=self.source,
         )
         self.cli = PulumiCli(self.bin_dir, self.work, kubeconfig=self.cluster.kubeconfig)

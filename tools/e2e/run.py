@@ -67,12 +67,13 @@ BAD_MANIFEST_POLICY = "gpu-limits-match-requests"
 
 
 def cluster_overrides(
-    charts: Path, kubeconfig: Path, config: PlatformConfig | None = None
+    charts: Path, kubeconfig: Path, config: PlatformConfig | None
 ) -> dict[str, Any]:
     """What the e2e stack changes, and why: the local cluster's kubeconfig (named in the stack,
     so nothing depends on the environment), charts from a local mirror (the fake cluster has no
     way out), and for a stack with KEDA its webhooks' failure policy (its processes are KWOK
-    pods here: nothing serves the webhooks, docs/e2e.md); nothing else."""
+    pods here: nothing serves the webhooks, docs/e2e.md); nothing else. ``config`` is the
+    stack's, required so that no caller forgets what it decides."""
     overrides: dict[str, Any] = {
         "cluster": ({"kubeconfig": str(kubeconfig)}, "the local cluster's kubeconfig"),
         "charts": (
