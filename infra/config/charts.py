@@ -27,6 +27,7 @@ from components.charts import (
     Chart,
     ChartSource,
 )
+from components.yaml_text import load_yaml
 
 from ..autoscaling.config import AutoscalingConfig
 from ..gpu.config import GpuStackConfig
@@ -102,7 +103,7 @@ def _chart_problem(chart: Chart, folder: Path) -> str | None:
     manifest = folder / "Chart.yaml"
     wanted = f"{chart.name} {chart.version}"
     try:
-        metadata = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+        metadata = load_yaml(manifest.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return f"{wanted} is missing: no {manifest}"
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
