@@ -30,10 +30,12 @@ from .measure import (
     LoadSampler,
     calibrate,
     compile_sources,
+    filesystem_of,
     load_average,
     machine,
     median,
     python_module,
+    ram_folder,
     run_process,
 )
 from .report import (
@@ -69,9 +71,10 @@ def _timing(module: str, module_args: list[str], what: str) -> dict[str, Any]:
 
 
 def run_preview(
-    stack: str, out: Path, *, stack_file: Path, crd_schemas: str | None
+    stack: str, out: Path, *, stack_file: Path, crd_schemas: str | None, policies: bool = True
 ) -> dict[str, Any]:
-    """One ``tools.preview`` process (through ``bench.steps``, which adds each step's CPU)."""
+    """One ``tools.preview`` process (through ``bench.steps``, which adds each step's CPU);
+    ``policies=False``: without the policy pack (``--no-policies``)."""
     cpu_file = out / "steps-cpu.json"
     out.mkdir(parents=True, exist_ok=True)
     # The synthetic stacks go past what one engine run can take (docs/performance.md): the
@@ -80,6 +83,8 @@ def run_preview(
             "--ignore-engine-limits"]  # fmt: skip
     if crd_schemas:
         args += ["--crd-schemas", crd_schemas]
+    if not policies:
+        args.append("--no-policies")
     run = run_process(python_module("bench.steps", str(cpu_file), "--", *args))
     if run.returncode != 0:
         raise BenchError(
@@ -155,11 +160,14 @@ def measure_stack(
     max_pairs: int,
     crd_schemas: str | None = None,
     deadline: float = float("inf"),
+    alone: bool = False,
 ) -> dict[str, Any]:
     """Preview ``stack`` ``runs`` times, then time our program against the floor in pairs.
 
     The previews give the user's figures (wall time, peak memory, each step's wall and CPU
-    time); the pairs give the program/floor ratio (``measure_pairs``).
+    time); the pairs give the program/floor ratio (``measure_pairs``). ``alone``: ``runs``
+    previews more without the policy pack, whose thread, gRPC calls and processes share the
+    machine with render and schema (``stepsCpuAlone``: what each step costs by itself).
     """
     previews = []
     for index in range(runs):
@@ -169,6 +177,20 @@ def measure_stack(
         previews.append(preview)
         _progress(
             f"  {stack} preview {index + 1}/{runs}: {preview['wallSeconds']:.2f}s, "
+            f"{preview['cpuSeconds']:.2f} CPU-s"
+        )
+    by_themselves = []
+    for index in range(runs if alone else 0):
+        preview = run_preview(
+            stack,
+            work / f"{stack}-alone-{index}",
+            stack_file=stack_file,
+            crd_schemas=crd_schemas,
+            policies=False,
+        )
+        by_themselves.append(preview)
+        _progress(
+            f"  {stack} preview without the pack {index + 1}/{runs}: "
             f"{preview['cpuSeconds']:.2f} CPU-s"
         )
     last = previews[-1]
@@ -190,6 +212,17 @@ def measure_stack(
         "maxRssMb": median([p["maxRssMb"] for p in previews]),
         "steps": {s: median([p["steps"][s] for p in previews]) for s in last["steps"]},
         "stepsCpu": {s: median([p["stepsCpu"][s] for p in previews]) for s in last["stepsCpu"]},
+        **(
+            {
+                "stepsCpuAlone": {
+                    s: median([p["stepsCpu"][s] for p in by_themselves])
+                    for s in by_themselves[-1]["stepsCpu"]
+                },
+                "runsAlone": by_themselves,
+            }
+            if by_themselves
+            else {}
+        ),
         "programCpuSeconds": median([p["program"]["cpuSeconds"] for p in paired]),
         "floorCpuSeconds": median([p["floor"]["cpuSeconds"] for p in paired]),
         "programOverFloor": median(ratios),
@@ -360,6 +393,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--crd-schemas", help="passed on to tools.preview")
     parser.add_argument("--out", default=str(PROJECT_ROOT / "build" / "bench"))
     parser.add_argument(
+        "--work",
+        help="folder for the previews' output and the synthetic stacks (default: a RAM-backed "
+        "one, /dev/shm, when the machine has one: the disk's cost is the machine's, not ours)",
+    )
+    parser.add_argument(
         "--plot", help="plot file (default: docs/performance.png; with --quick: in --out)"
     )
     parser.add_argument(
@@ -405,7 +443,15 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
         "stacks": {},
         "scaling": [],
     }
-    with tempfile.TemporaryDirectory(prefix="aiplatform-bench-") as tmp, LoadSampler() as load:
+    scratch = Path(args.work) if args.work else ram_folder()
+    results["settings"]["workFolder"] = {
+        "path": str(scratch) if scratch else tempfile.gettempdir(),
+        "filesystem": filesystem_of(scratch or Path(tempfile.gettempdir())),
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="aiplatform-bench-", dir=scratch) as tmp,
+        LoadSampler() as load,
+    ):
         work = Path(tmp)
         for stack in args.stacks:
             _progress(f"stack {stack}")
@@ -433,6 +479,7 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
                 max_pairs=args.large_max_pairs if large else args.max_pairs,
                 crd_schemas=args.crd_schemas,
                 deadline=deadline,
+                alone=True,
             )
             results["scaling"].append({"workloads": size, "teams": team_count(size), **entry})
         _progress("SDK floor: bare ConfigMaps")

@@ -7,14 +7,17 @@ seconds of every step.
 
 A step on the main thread gets this process's CPU over the step (all threads: the mock monitor
 answers on executor threads), less what a step running beside it on a thread of its own used
-meanwhile; such a step (the policy step) gets its thread's CPU. The policy step also gets the
-CPU of the pack's processes, the preview's only children, reaped at the end of the preview (they
-are launched before the program and waited for after the report).
+meanwhile, and less what threads the interpreter did not start used meanwhile (gRPC's, which
+carry the policy step's calls); such a step (the policy step) gets its thread's CPU and those
+threads'. The policy step also gets the CPU of the pack's processes, the preview's only
+children, reaped at the end of the preview (they are launched before the program and waited for
+after the report).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import threading
@@ -28,6 +31,32 @@ from typing import Any
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _thread_cpu_clock(tid: int) -> int:
+    """The CPU clock of this process's thread ``tid`` (Linux's encoding, the clock id glibc's
+    ``pthread_getcpuclockid`` returns): it reads any thread, not only those Python started."""
+    return ((~tid) << 3) | 6
+
+
+def foreign_threads_cpu() -> dict[int, float]:
+    """CPU seconds so far of each live thread of this process that Python did not start."""
+    python = {thread.native_id for thread in threading.enumerate()}
+    used: dict[int, float] = {}
+    for name in os.listdir("/proc/self/task"):
+        tid = int(name)
+        if tid in python:
+            continue
+        try:
+            used[tid] = time.clock_gettime(_thread_cpu_clock(tid))
+        except OSError:  # ended meanwhile: its CPU stays with the step it ran in
+            continue
+    return used
+
+
+def foreign_since(before: dict[int, float]) -> float:
+    """What those threads used since ``before`` (a thread born since counts from zero)."""
+    return sum(cpu - before.get(tid, 0.0) for tid, cpu in foreign_threads_cpu().items())
 
 
 class BesideSteps:
@@ -69,10 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     beside = BesideSteps()
     timing = preview.Progress.timing
 
+    foreign = [0.0]  # what gRPC's threads used during the main thread's steps
+
     @contextmanager
     def timed_step(self: Any, key: str) -> Iterator[None]:
         on_main = threading.current_thread() is threading.main_thread()
-        own, others = time.process_time(), beside.used()
+        own, others, threads = time.process_time(), beside.used(), foreign_threads_cpu()
         if not on_main:
             beside.start()
         inner: AbstractContextManager[None] = timing(self, key)
@@ -80,8 +111,13 @@ def main(argv: list[str] | None = None) -> int:
             with inner:
                 yield
         finally:
-            beside_meanwhile = beside.used() - others
-            used = time.process_time() - own - beside_meanwhile if on_main else beside.end()
+            if on_main:
+                beside_meanwhile = beside.used() - others
+                foreign_meanwhile = foreign_since(threads)
+                foreign[0] += foreign_meanwhile
+                used = time.process_time() - own - beside_meanwhile - foreign_meanwhile
+            else:
+                used = beside.end()
             cpu[key] = round(used, 4)
 
     preview.Progress.timing = timed_step  # type: ignore[method-assign]
@@ -91,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         preview.Progress.timing = timing  # type: ignore[method-assign]
     if "policy" in cpu:
-        cpu["policy"] = round(cpu["policy"] + _children_cpu() - children_before, 4)
+        cpu["policy"] = round(cpu["policy"] + foreign[0] + _children_cpu() - children_before, 4)
     out.write_text(json.dumps({"cpuSeconds": cpu}) + "\n", encoding="utf-8")
     return code
 

@@ -139,3 +139,56 @@ def test_registrations_walk_no_stack_under_mocks_and_the_sdk_is_restored_after()
     assert len(run.kubernetes_objects()) == 20
     assert walks == []
     assert getattr(sdk_resource, STACK_TRACE_FUNCTION) is original
+
+
+class _Cycle:
+    """An object in a reference cycle with itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_collector_is_off_during_a_run_and_its_garbage_is_collected_later() -> None:
+    """No collection runs during a run; afterwards the collector is on again as before, the
+    run's objects sit in the oldest generation (no young pass rescans them all at once), and a
+    full collection frees the cycles the run left."""
+    import weakref
+
+    seen: dict[str, Any] = {}
+
+    def program() -> None:
+        cycle = _Cycle()
+        seen["cycle"] = weakref.ref(cycle)
+        seen["enabled"] = gc.isenabled()
+        del cycle
+        _config_maps()
+
+    assert gc.isenabled()
+    run_under_mocks(program, stack="dev", config={})
+    assert seen["enabled"] is False
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 700  # moved out of the youngest generation
+    assert seen["cycle"]() is not None  # a cycle: left for the collector
+    gc.collect()
+    assert seen["cycle"]() is None
+
+
+def test_a_collector_turned_off_before_a_run_stays_off() -> None:
+    gc.disable()
+    try:
+        run_under_mocks(_config_maps, stack="dev", config={})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_heap_frozen_hides_what_is_alive_from_the_collector_until_the_block_ends() -> None:
+    from tools.mockrun import heap_frozen
+
+    alive = [_Cycle() for _ in range(10)]
+    with heap_frozen():
+        assert gc.get_freeze_count() >= len(alive)
+        assert not any(o is alive[0] for o in gc.get_objects())  # no pass looks at it
+    assert gc.get_freeze_count() == 0
+    assert any(o is alive[0] for o in gc.get_objects(2))

@@ -3,10 +3,12 @@
 Shared by the offline preview and the tests. Each run gets a fresh event loop, fresh runtime
 settings and a fresh import of our own packages, so no state leaks between runs.
 
-During a run the cyclic garbage collector runs less often (``GC_THRESHOLDS``) and skips the
-objects that existed before it (``gc.freeze``): the SDK allocates millions of short-lived
-containers per thousand resources, and with the default thresholds a third of a large run went
-to collections that rescanned the growing heap (docs/performance.md).
+The cyclic garbage collector is off during a run (``collector_off``): the SDK allocates millions
+of containers per thousand resources, nearly all freed by their reference counts, and each
+collection rescanned the survivors; with the collector merely slowed down, its passes still took
+a fifth of a 1,000-workload run and grew faster than the stack. The cycles a run leaves (its
+futures and Outputs) are collected later, with the rest of the heap: the run holds about a
+tenth more memory meanwhile (docs/performance.md).
 
 Two things the SDK does for the engine are skipped, since the mock monitor has no use for them:
 the stack walk that gives each registration its source position, and deserializing a
@@ -44,8 +46,6 @@ OUR_PACKAGES = ("infra", "components")
 """Our import roots: purged before each run so module state cannot leak between runs."""
 STACK_TRACE_FUNCTION = "_get_stack_trace"
 """The SDK's (``pulumi.runtime.resource``) source-position walk, skipped under mocks."""
-GC_THRESHOLDS = (50_000, 20, 20)
-"""Collector thresholds during a run (CPython's default is 700, 10, 10); restored after it."""
 _runs = 0
 
 
@@ -278,17 +278,43 @@ def run_under_mocks(
     if fresh_modules:
         _purge_our_modules()
     _runs += 1
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    root = root_directory or Path.cwd()
+    with collector_off(), _no_source_positions():
+        return _run(program, stack, config, secret_keys, project, mocks or PlatformMocks(), root)
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """No cyclic collection inside; then everything alive moves to the oldest generation.
+
+    Why the move: what the block made sits in the youngest generation, and the first young
+    pass after it would scan all of it at once (3.5 s after a 1,000-workload run). Freezing and
+    unfreezing moves it without a scan; the next full collection looks at it, as at any old
+    object.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        root = root_directory or Path.cwd()
-        with _no_source_positions():
-            return _run(
-                program, stack, config, secret_keys, project, mocks or PlatformMocks(), root
-            )
+        yield
     finally:
-        gc.set_threshold(*thresholds)
+        gc.freeze()
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """The collector leaves alone everything alive on entry, until the block ends.
+
+    Why: after a run, the preview's steps read its resources and make little that outlives
+    them, but the policy step's allocations start full collections that rescan the whole run:
+    1.5 s of a 1,000-workload preview's render step (docs/performance.md).
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
         gc.unfreeze()
 
 

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -26,7 +26,7 @@ from infra.config import ConfigError, ConfigIssue, StackFile
 from infra.config.load import project_keys
 
 from .findings import LEVELS, Finding, config_keys, findings, format_findings
-from .mockrun import CapturedResource, MockRun, run_under_mocks, runs_in_process
+from .mockrun import CapturedResource, MockRun, heap_frozen, run_under_mocks, runs_in_process
 from .netpol import Cluster, ManifestError, kube_dns, reachability_matrix
 from .policy_driver import (
     PolicyConfigError,
@@ -237,10 +237,11 @@ def preview(args: argparse.Namespace) -> int:
         print(f"--crd-schemas: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
-    with _early_pack(root, stack, args.policies) as pack:
+    with _early_pack(root, stack, args.policies) as pack, ExitStack() as after_program:
         run = _timed(
             progress, "program", "program under mocks", lambda: run_stack_program(stack_file, stack)
         )
+        after_program.enter_context(heap_frozen())
 
         def policy_step() -> tuple[PolicyRunResult, Path | None]:
             return run_policies(

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from bench.measure import PROJECT_ROOT
+from bench import measure
+from bench.measure import PROJECT_ROOT, filesystem_of, ram_folder
 from bench.policy_load import NOOP_PACK, repeat_records, run_policy_load
 from bench.report import PER_RESOURCE_GROWTH, PROGRAM_OVER_FLOOR, STABILITY, evaluate
 from bench.stats import half_width, median_interval, spread
+from bench.steps import _thread_cpu_clock, foreign_threads_cpu
 from bench.steps import main as steps_main
 
 
@@ -74,6 +76,78 @@ def test_targets_are_ratios_of_figures_from_the_same_run() -> None:
     assert not verdicts["render step: CPU per resource at 1,000 vs 100 workloads"]
     assert PER_RESOURCE_GROWTH < 3.0
     assert verdicts["schema step below the program run, prod"]
+
+
+def test_growth_of_a_step_is_judged_on_the_previews_without_the_pack_when_there_are_some() -> None:
+    steps_100 = {"config": 0.1, "program": 4.0, "render": 0.4, "schema": 1.0, "policy": 2.0}
+    # Beside the pack, render grew 3x per resource; by itself, with the stack.
+    beside = {k: v * 10 for k, v in steps_100.items()} | {"render": 12.0}
+    alone_100 = {k: v for k, v in steps_100.items() if k != "policy"}
+    alone_1000 = {k: v * 10 for k, v in alone_100.items()} | {"policy": 99.0}
+    small = {"workloads": 100, **_entry(1000, [1.1] * 8, steps_100), "stepsCpuAlone": alone_100}
+    large = {"workloads": 1000, **_entry(10000, [1.1] * 8, beside)}
+    name = "render step: CPU per resource at 1,000 vs 100 workloads"
+    results: dict[str, Any] = {"stacks": {}, "scaling": [small, large]}
+    assert not _verdicts(results)[name]  # only one size has them: both judged beside the pack
+    large["stepsCpuAlone"] = alone_1000
+    assert _verdicts(results)[name]
+    # The policy step's growth is its own, from the previews with the pack.
+    assert _verdicts(results)["policy step: CPU per resource at 1,000 vs 100 workloads"]
+    measured = {t.name: t.measured for t in evaluate(results)}
+    assert "without the pack" in measured[name]
+
+
+def test_a_thread_cpu_clock_reads_the_thread_it_names() -> None:
+    import threading
+
+    def burn() -> None:
+        end = time.thread_time() + 0.1
+        while time.thread_time() < end:
+            pass
+
+    worker = threading.Thread(target=burn)
+    worker.start()
+    worker.join()
+    mine = time.clock_gettime(_thread_cpu_clock(threading.get_native_id()))
+    assert abs(mine - time.thread_time()) < 0.005
+    assert time.process_time() - mine >= 0.09  # the other thread's CPU is not in this clock
+
+
+def test_threads_python_started_are_not_counted_as_foreign() -> None:
+    import threading
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        foreign = foreign_threads_cpu()
+        assert worker.native_id not in foreign
+        assert threading.get_native_id() not in foreign
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_a_grpc_channels_threads_are_foreign(tmp_path: Path) -> None:
+    import grpc
+
+    channel = grpc.insecure_channel(f"unix:{tmp_path / 'none.sock'}")
+    try:
+        with pytest.raises(grpc.FutureTimeoutError):
+            grpc.channel_ready_future(channel).result(timeout=0.2)
+        assert foreign_threads_cpu()  # gRPC's own threads: what bench.steps gives the policy step
+    finally:
+        channel.close()
+
+
+def test_the_work_folder_is_a_ram_filesystem_or_none(monkeypatch, tmp_path: Path) -> None:
+    assert filesystem_of(Path("/proc/self")) == "proc"
+    found = ram_folder()
+    assert found is None or filesystem_of(found) == "tmpfs"
+    monkeypatch.setattr(measure, "RAM_FOLDER", tmp_path / "missing")
+    assert ram_folder() is None
+    monkeypatch.setattr(measure, "RAM_FOLDER", tmp_path)
+    assert ram_folder() is None or filesystem_of(tmp_path) == "tmpfs"
 
 
 def test_steps_worker_records_every_steps_cpu(tmp_path: Path) -> None:
