@@ -150,6 +150,34 @@ def measure_pairs(
     return results
 
 
+def _previews(
+    stack: str,
+    work: Path,
+    runs: int,
+    *,
+    stack_file: Path,
+    crd_schemas: str | None,
+    policies: bool = True,
+) -> list[dict[str, Any]]:
+    """``runs`` previews of ``stack``, each in a folder of its own under ``work``."""
+    how, suffix = ("", "") if policies else (" without the pack", "-alone")
+    previews = []
+    for index in range(runs):
+        preview = run_preview(
+            stack,
+            work / f"{stack}{suffix}-{index}",
+            stack_file=stack_file,
+            crd_schemas=crd_schemas,
+            policies=policies,
+        )
+        previews.append(preview)
+        _progress(
+            f"  {stack} preview{how} {index + 1}/{runs}: {preview['wallSeconds']:.2f}s, "
+            f"{preview['cpuSeconds']:.2f} CPU-s"
+        )
+    return previews
+
+
 def measure_stack(
     stack: str,
     work: Path,
@@ -169,30 +197,11 @@ def measure_stack(
     previews more without the policy pack, whose thread, gRPC calls and processes share the
     machine with render and schema (``stepsCpuAlone``: what each step costs by itself).
     """
-    previews = []
-    for index in range(runs):
-        preview = run_preview(
-            stack, work / f"{stack}-{index}", stack_file=stack_file, crd_schemas=crd_schemas
-        )
-        previews.append(preview)
-        _progress(
-            f"  {stack} preview {index + 1}/{runs}: {preview['wallSeconds']:.2f}s, "
-            f"{preview['cpuSeconds']:.2f} CPU-s"
-        )
-    by_themselves = []
-    for index in range(runs if alone else 0):
-        preview = run_preview(
-            stack,
-            work / f"{stack}-alone-{index}",
-            stack_file=stack_file,
-            crd_schemas=crd_schemas,
-            policies=False,
-        )
-        by_themselves.append(preview)
-        _progress(
-            f"  {stack} preview without the pack {index + 1}/{runs}: "
-            f"{preview['cpuSeconds']:.2f} CPU-s"
-        )
+    previews = _previews(stack, work, runs, stack_file=stack_file, crd_schemas=crd_schemas)
+    by_themselves = _previews(
+        stack, work, runs if alone else 0, stack_file=stack_file, crd_schemas=crd_schemas,
+        policies=False,
+    )  # fmt: skip
     last = previews[-1]
     paired = measure_pairs(
         stack,
@@ -444,10 +453,8 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
         "scaling": [],
     }
     scratch = Path(args.work) if args.work else ram_folder()
-    results["settings"]["workFolder"] = {
-        "path": str(scratch) if scratch else tempfile.gettempdir(),
-        "filesystem": filesystem_of(scratch or Path(tempfile.gettempdir())),
-    }
+    folder = scratch or Path(tempfile.gettempdir())
+    results["settings"]["workFolder"] = {"path": str(folder), "filesystem": filesystem_of(folder)}
     with (
         tempfile.TemporaryDirectory(prefix="aiplatform-bench-", dir=scratch) as tmp,
         LoadSampler() as load,

@@ -60,14 +60,6 @@ def _interval(spread: dict[str, Any]) -> str:
     )
 
 
-def _step_cpu(entry: dict[str, Any], step: str, alone: bool) -> float:
-    """A step's CPU for its growth: by itself, from the previews without the policy pack, when
-    both sizes have them (the pack's thread and processes share the machine with render and
-    schema), else from the previews with it; the policy step's always from those."""
-    figures = entry["stepsCpuAlone"] if alone and step != "policy" else entry["stepsCpu"]
-    return float(figures[step])
-
-
 def evaluate(results: dict[str, Any]) -> list[Target]:
     """Every target this run measured."""
     targets: list[Target] = []
@@ -120,17 +112,15 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
     by_size = {entry["workloads"]: entry for entry in results["scaling"]}
     if 100 in by_size and 1000 in by_size:
         small, large = by_size[100], by_size[1000]
+        # A step's growth by itself: from the previews without the policy pack when both sizes
+        # have them (its thread and processes share the machine with render and schema); the
+        # policy step's from the previews with it.
         alone = "stepsCpuAlone" in small and "stepsCpuAlone" in large
         pairs = [("whole preview", small["cpuSeconds"], large["cpuSeconds"], "")]
-        pairs += [
-            (
-                f"{step} step",
-                _step_cpu(small, step, alone),
-                _step_cpu(large, step, alone),
-                "; without the pack" if alone and step != "policy" else "",
-            )
-            for step in STEPS
-        ]
+        for step in STEPS:
+            key = "stepsCpuAlone" if alone and step != "policy" else "stepsCpu"
+            how = "; without the pack" if key == "stepsCpuAlone" else ""
+            pairs.append((f"{step} step", small[key][step], large[key][step], how))
         for what, at_100, at_1000, how in pairs:
             per_small = at_100 / small["resources"]
             per_large = at_1000 / large["resources"]

@@ -3,11 +3,11 @@
 Shared by the offline preview and the tests. Each run gets a fresh event loop, fresh runtime
 settings and a fresh import of our own packages, so no state leaks between runs.
 
-The cyclic garbage collector is off during a run (``collector_off``): the SDK allocates millions
-of containers per thousand resources, nearly all freed by their reference counts, and each
-collection rescanned the survivors; with the collector merely slowed down, its passes still took
-a fifth of a 1,000-workload run and grew faster than the stack. The cycles a run leaves (its
-futures and Outputs) are collected later, with the rest of the heap: the run holds about a
+The cyclic garbage collector is off during a run (``components.collector``): the SDK allocates
+millions of containers per thousand resources, nearly all freed by their reference counts, and
+each collection rescanned the survivors; with the collector merely slowed down, its passes still
+took a fifth of a 1,000-workload run and grew faster than the stack. The cycles a run leaves
+(its futures and Outputs) are collected later, with the rest of the heap: the run holds about a
 tenth more memory meanwhile (docs/performance.md).
 
 Two things the SDK does for the engine are skipped, since the mock monitor has no use for them:
@@ -35,6 +35,7 @@ from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, Mocks, _resolve_
 from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.sync_await import _sync_await
 
+from components.collector import collector_paused
 from components.constants import PROJECT
 
 from .records import SECRET_MARK, UNKNOWN_MARK
@@ -279,28 +280,8 @@ def run_under_mocks(
         _purge_our_modules()
     _runs += 1
     root = root_directory or Path.cwd()
-    with collector_off(), _no_source_positions():
+    with collector_paused(), _no_source_positions():
         return _run(program, stack, config, secret_keys, project, mocks or PlatformMocks(), root)
-
-
-@contextmanager
-def collector_off() -> Iterator[None]:
-    """No cyclic collection inside; then everything alive moves to the oldest generation.
-
-    Why the move: what the block made sits in the youngest generation, and the first young
-    pass after it would scan all of it at once (3.5 s after a 1,000-workload run). Freezing and
-    unfreezing moves it without a scan; the next full collection looks at it, as at any old
-    object.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 @contextmanager

@@ -6,8 +6,6 @@ and reject exactly the same input.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from components.collector import collector_paused
 from components.constants import PROJECT
 from components.yaml_text import SAFE_LOADER
 
@@ -365,23 +364,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No garbage collection while a stack file is parsed.
-
-    Why: YAML becomes a large tree of new dicts and lists without cycles, and every collection
-    during the parse rescans it for nothing: a third of parsing a 650 KB stack file (1,000
-    workloads), which made the config step grow faster than the file (docs/performance.md).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class UnreadableYamlError(ValueError):
     """A YAML text the config cannot be read from; the message says why, for the user."""
 
@@ -390,7 +372,7 @@ def parse_yaml(text: str) -> Any:
     """A stack file's or a workload file's document, read as the CLI reads stack files and
     bounded (``_expanded_size``); ``UnreadableYamlError`` says what is wrong and where."""
     try:
-        with _collector_paused():
+        with collector_paused():
             return _parse(text)
     except _TooLargeError as exc:
         raise UnreadableYamlError(str(exc)) from None
